@@ -1,0 +1,176 @@
+import { AddressUnavailableError, InvalidRequestError, RangeExhaustedError } from "./errors.js";
+import { cidrContains, formatIp, type Ip, ipAt, parseIp } from "./ip.js";
+import { type AttachmentKey, formatKey } from "./key.js";
+import type { Pool } from "./pool.js";
+import { blockedAt, isAssignable, type Range } from "./range.js";
+import { type Reservation, sameReservation } from "./reservation.js";
+
+/**
+ * Which free address a dynamic allocation takes.
+ * - `lowest-free`: the lowest free address (Whereabouts' behaviour; the default for parity).
+ * - `round-robin`: the next free address after the last allocation, wrapping around (host-local's):
+ *   a freed address is not handed out again until the rest of the range has been used, so a
+ *   crash-looping pod does not get a just-released IP that stale ARP caches still point at.
+ */
+export type AllocationPolicy = "lowest-free" | "round-robin";
+
+export interface AllocateRequest {
+  key: AttachmentKey;
+  /** A specific address to reserve (static). */
+  address?: string;
+  policy?: AllocationPolicy;
+  podRef?: string;
+  podUid?: string;
+  /** Creation time to record (ISO 8601); core has no clock. */
+  now?: string;
+  /** Offsets not to hand out in this attempt (e.g. held in an overlapping pool). */
+  avoid?: ReadonlySet<bigint>;
+}
+
+export interface Allocation {
+  pool: Pool;
+  reservation: Reservation;
+  address: Ip;
+  /** True when the key already held this address (idempotent repeat). */
+  reused: boolean;
+}
+
+function reservationFor(req: AllocateRequest, offset: bigint): Reservation {
+  const r: { -readonly [K in keyof Reservation]: Reservation[K] } = { offset, key: req.key };
+  if (req.podRef !== undefined) r.podRef = req.podRef;
+  if (req.podUid !== undefined) r.podUid = req.podUid;
+  if (req.now !== undefined) r.createdAt = req.now;
+  return r;
+}
+
+/**
+ * The lowest free assignable offset in from..to, or undefined. Never enumerates the range: each
+ * step jumps over one excluded interval or one run of consecutive reservations (O(log n) each).
+ */
+export function findFree(pool: Pool, range: Range, from: bigint, to: bigint, avoid?: ReadonlySet<bigint>): bigint | undefined {
+  const list = pool.list;
+  let candidate = from < range.first ? range.first : from;
+  const end = to > range.last ? range.last : to;
+  while (candidate <= end) {
+    const blocked = blockedAt(range, candidate);
+    if (blocked !== undefined) {
+      candidate = blocked.to + 1n;
+      continue;
+    }
+    const i = list.indexAtOrAfter(candidate);
+    const next = list.at(i);
+    if (next === undefined || next.offset !== candidate) {
+      if (avoid?.has(candidate) === true) {
+        candidate += 1n;
+        continue;
+      }
+      return candidate;
+    }
+    candidate = (list.at(list.runEnd(i)) as Reservation).offset + 1n;
+  }
+  return undefined;
+}
+
+function pickDynamic(pool: Pool, range: Range, req: AllocateRequest): bigint {
+  const avoid = req.avoid;
+  let offset: bigint | undefined;
+  const cursor = pool.lastOffset;
+  if (req.policy === "round-robin" && cursor !== undefined && cursor >= range.first && cursor < range.last) {
+    offset = findFree(pool, range, cursor + 1n, range.last, avoid) ?? findFree(pool, range, range.first, cursor, avoid);
+  } else {
+    offset = findFree(pool, range, range.first, range.last, avoid);
+  }
+  if (offset === undefined) throw new RangeExhaustedError(range.cidr.text);
+  return offset;
+}
+
+function pickStatic(pool: Pool, range: Range, req: AllocateRequest, text: string): bigint {
+  const ip = parseIp(text);
+  if (!cidrContains(range.cidr, ip)) throw new AddressUnavailableError(text, `outside range ${range.cidr.text}`);
+  const offset = ip.value - range.cidr.network;
+  if (!isAssignable(range, offset)) {
+    throw new AddressUnavailableError(text, "outside range_start..range_end, excluded, the gateway, or not usable");
+  }
+  const holder = pool.atOffset(offset);
+  if (holder !== undefined) throw new AddressUnavailableError(text, `held by ${formatKey(holder.key)}`);
+  if (req.avoid?.has(offset) === true) throw new AddressUnavailableError(text, "held in an overlapping range");
+  return offset;
+}
+
+/**
+ * Allocates one address in one range. Pure: returns the new pool and never mutates the old one.
+ * Idempotent: a key that already holds an address in this pool gets that same address back.
+ */
+export function allocate(pool: Pool, range: Range, req: AllocateRequest): Allocation {
+  if (pool.cidr.text !== range.cidr.text) {
+    throw new InvalidRequestError(`pool ${pool.name} is for ${pool.cidr.text}, not ${range.cidr.text}`);
+  }
+  const existing = pool.forKey(req.key);
+  if (existing !== undefined) {
+    const address = ipAt(pool.cidr, existing.offset);
+    if (req.address !== undefined && parseIp(req.address).value !== address.value) {
+      throw new AddressUnavailableError(req.address, `${formatKey(req.key)} already holds ${formatIp(address)}`);
+    }
+    return { pool, reservation: existing, address, reused: true };
+  }
+  const offset = req.address === undefined ? pickDynamic(pool, range, req) : pickStatic(pool, range, req, req.address);
+  const reservation = reservationFor(req, offset);
+  return {
+    pool: pool.with(reservation, { moveCursor: req.address === undefined }),
+    reservation,
+    address: ipAt(pool.cidr, offset),
+    reused: false,
+  };
+}
+
+export interface MultiAllocateRequest extends Omit<AllocateRequest, "address" | "avoid"> {
+  /** Specific addresses; each is placed in the range that contains it, the other ranges allocate dynamically. */
+  addresses?: readonly string[];
+  /** Offsets to avoid, per entry index. */
+  avoid?: readonly (ReadonlySet<bigint> | undefined)[];
+}
+
+/**
+ * One address per range (dual-stack, multi-IP), all-or-nothing: either every range gets an
+ * address and every new pool is returned, or it throws and nothing changed.
+ */
+export function allocateAll(entries: readonly { pool: Pool; range: Range }[], req: MultiAllocateRequest): Allocation[] {
+  const statics = new Map<number, string>();
+  for (const text of req.addresses ?? []) {
+    const ip = parseIp(text);
+    const index = entries.findIndex((e, i) => !statics.has(i) && cidrContains(e.range.cidr, ip));
+    if (index < 0) throw new InvalidRequestError(`requested address ${text} is in none of the configured ranges (or twice in one)`);
+    statics.set(index, text);
+  }
+  return entries.map((entry, i) => {
+    const single: AllocateRequest = { ...req, avoid: req.avoid?.[i] };
+    const address = statics.get(i);
+    if (address !== undefined) single.address = address;
+    return allocate(entry.pool, entry.range, single);
+  });
+}
+
+export interface Release {
+  pool: Pool;
+  /** The reservation removed; undefined when the key held nothing ("nothing released", not an error). */
+  released: Reservation | undefined;
+}
+
+/** Releases the reservation of exactly this key. Never by podRef, never by position. */
+export function release(pool: Pool, key: AttachmentKey): Release {
+  const released = pool.forKey(key);
+  return released === undefined ? { pool, released } : { pool: pool.without(key), released };
+}
+
+export type ConditionalReleaseOutcome = "released" | "absent" | "changed";
+
+/**
+ * For reconcilers: releases `expected.key` only if it still holds exactly `expected` (same offset,
+ * podRef, podUid and creation time). A reservation re-created in between is never freed.
+ */
+export function releaseIf(pool: Pool, expected: Reservation): Release & { outcome: ConditionalReleaseOutcome } {
+  const current = pool.forKey(expected.key);
+  if (current === undefined) return { pool, released: undefined, outcome: "absent" };
+  if (!sameReservation(current, expected)) return { pool, released: undefined, outcome: "changed" };
+  return { pool: pool.without(expected.key), released: current, outcome: "released" };
+}

@@ -1,0 +1,43 @@
+export type {
+  AllocateRequest,
+  Allocation,
+  AllocationPolicy,
+  ConditionalReleaseOutcome,
+  MultiAllocateRequest,
+  Release,
+} from "./allocator.js";
+export { allocate, allocateAll, findFree, release, releaseIf } from "./allocator.js";
+export type { ClaimOutcome } from "./claims.js";
+export { claimAddress, claimRefFor, dropClaim } from "./claims.js";
+export type { IpamErrorCode, IpamErrorOptions } from "./errors.js";
+export {
+  AddressUnavailableError,
+  InvalidAddressError,
+  InvalidKeyError,
+  InvalidRangeError,
+  InvalidRequestError,
+  IpamError,
+  isIpamError,
+  PoolCorruptError,
+  RangeExhaustedError,
+  StoreConflictError,
+  StoreCorruptError,
+  StoreUnavailableError,
+} from "./errors.js";
+export type { Cidr, Family, Ip } from "./ip.js";
+export { cidrContains, cidrOf, cidrsOverlap, compareIp, familyBits, formatIp, ipAt, offsetOf, parseCidr, parseIp } from "./ip.js";
+export type { AllocateInput, Assigned, Ipam, IpamOptions, Released, ReleaseInput } from "./ipam.js";
+export { createIpam } from "./ipam.js";
+export type { AttachmentKey } from "./key.js";
+export { attachmentKey, formatKey, parseKey, sameKey } from "./key.js";
+export { createMemoryStore, MEMORY_STORE_NAME } from "./memory-store.js";
+export type { PoolInit } from "./pool.js";
+export { Pool } from "./pool.js";
+export type { OffsetInterval, Range, RangeSpec } from "./range.js";
+export { blockedAt, isAssignable, parseRange } from "./range.js";
+export type { Reservation } from "./reservation.js";
+export { sameReservation } from "./reservation.js";
+export type { ConflictCounter, RetryOptions } from "./retry.js";
+export { withConflictRetry } from "./retry.js";
+export type { Claim, ClaimRef, IpamStore, PoolRef, StoreCapabilities, StoredClaim, StoredPool, Version } from "./store.js";
+export { claimId, comparePoolRefs, poolId, samePoolRef } from "./store.js";

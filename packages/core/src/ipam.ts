@@ -1,0 +1,205 @@
+import { type AllocationPolicy, allocate, release, releaseIf } from "./allocator.js";
+import { claimAddress, claimRefFor, dropClaim } from "./claims.js";
+import { AddressUnavailableError, InvalidRequestError } from "./errors.js";
+import { cidrContains, formatIp, type Ip, ipAt, parseIp } from "./ip.js";
+import type { AttachmentKey } from "./key.js";
+import { Pool } from "./pool.js";
+import type { Range } from "./range.js";
+import type { Reservation } from "./reservation.js";
+import { type ConflictCounter, type RetryOptions, withConflictRetry } from "./retry.js";
+import { type IpamStore, type PoolRef, poolId } from "./store.js";
+
+export interface IpamOptions {
+  store: IpamStore;
+  /** Overlapping-range protection (Whereabouts' `enable_overlapping_ranges`). Default true. */
+  overlappingRanges?: boolean;
+  /** Default allocation policy. Default "lowest-free". */
+  policy?: AllocationPolicy;
+  /** Options for the one retry helper; `counter` collects conflicts. */
+  retry?: RetryOptions;
+  /** Clock for creation times. */
+  now?: () => Date;
+}
+
+export interface AllocateInput {
+  /** `network_name`; "" for the unnamed network. */
+  network?: string;
+  /** One address per range, all-or-nothing. */
+  ranges: readonly Range[];
+  key: AttachmentKey;
+  /** Specific addresses; each goes to the range that contains it. */
+  addresses?: readonly string[];
+  podRef?: string;
+  podUid?: string;
+  policy?: AllocationPolicy;
+}
+
+export interface Assigned {
+  pool: PoolRef;
+  range: Range;
+  address: Ip;
+  reservation: Reservation;
+  reused: boolean;
+}
+
+export interface ReleaseInput {
+  network?: string;
+  ranges: readonly Range[];
+  key: AttachmentKey;
+}
+
+export interface Released {
+  pool: PoolRef;
+  address: Ip;
+  reservation: Reservation;
+}
+
+/** The compare-and-swap layer over a store: reads, applies the pure allocator, writes with CAS, retries on conflict. */
+export interface Ipam {
+  allocate(input: AllocateInput): Promise<Assigned[]>;
+  /** Releases exactly this key in every range (ranges holding nothing are fine). */
+  release(input: ReleaseInput): Promise<Released[]>;
+  /** Releases `expected` only if unchanged since observed (for reconcilers). */
+  releaseIf(pool: PoolRef, expected: Reservation): Promise<"released" | "absent" | "changed">;
+  /** The reservation of this key in each range (undefined where none). */
+  lookup(input: ReleaseInput): Promise<(Assigned | undefined)[]>;
+  readonly conflicts: ConflictCounter;
+}
+
+const MAX_PROBES = 1024;
+
+export function createIpam(options: IpamOptions): Ipam {
+  const store = options.store;
+  const protect = options.overlappingRanges ?? true;
+  const counter = options.retry?.counter ?? { conflicts: 0 };
+  const retry: RetryOptions = { ...options.retry, counter };
+  const now = options.now ?? (() => new Date());
+
+  const refFor = (network: string | undefined, range: Range): PoolRef => ({ network: network ?? "", cidr: range.cidr.text });
+
+  async function allocateOne(ref: PoolRef, range: Range, input: AllocateInput, address: string | undefined): Promise<Assigned> {
+    return withConflictRetry(async () => {
+      const avoid = new Set<bigint>();
+      for (let probe = 0; probe < MAX_PROBES; probe++) {
+        const stored = await store.readPool(ref);
+        const pool = stored?.pool ?? Pool.empty(range.cidr, { name: poolId(ref) });
+        const result = allocate(pool, range, {
+          key: input.key,
+          policy: input.policy ?? options.policy ?? "lowest-free",
+          podRef: input.podRef,
+          podUid: input.podUid,
+          now: now().toISOString(),
+          avoid,
+          ...(address === undefined ? {} : { address }),
+        });
+        const assigned: Assigned = { pool: ref, range, address: result.address, reservation: result.reservation, reused: result.reused };
+        if (result.reused) return assigned;
+        let created: { ref: ReturnType<typeof claimRefFor>; version: string } | undefined;
+        if (protect) {
+          const claimRef = claimRefFor(ref, result.reservation.offset);
+          const claim = { pool: ref, key: input.key, ...(input.podRef === undefined ? {} : { podRef: input.podRef }) };
+          const outcome = await claimAddress(store, claimRef, claim);
+          if (outcome.kind === "taken") {
+            if (address !== undefined) throw new AddressUnavailableError(address, `held in overlapping pool ${poolId(outcome.by.pool)}`);
+            avoid.add(result.reservation.offset);
+            continue;
+          }
+          if (outcome.created) created = { ref: claimRef, version: outcome.version };
+        }
+        try {
+          await store.writePool(ref, result.pool, stored?.version);
+        } catch (error) {
+          // Only a claim we created from nothing is certainly ours alone to undo (DESIGN.md).
+          if (created !== undefined) await store.deleteClaim(created.ref, created.version).catch(() => undefined);
+          throw error;
+        }
+        return assigned;
+      }
+      throw new InvalidRequestError(`gave up after ${MAX_PROBES} addresses of ${range.cidr.text} held in overlapping pools`);
+    }, retry);
+  }
+
+  async function releaseOne(ref: PoolRef, range: Range, key: AttachmentKey): Promise<Released | undefined> {
+    const released = await withConflictRetry(async () => {
+      const stored = await store.readPool(ref);
+      if (stored === undefined) return undefined;
+      const result = release(stored.pool, key);
+      if (result.released === undefined) return undefined;
+      await store.writePool(ref, result.pool, stored.version);
+      return result.released;
+    }, retry);
+    if (released === undefined) return undefined;
+    if (protect) await withConflictRetry(() => dropClaim(store, claimRefFor(ref, released.offset), ref, key), retry);
+    return { pool: ref, address: ipAt(range.cidr, released.offset), reservation: released };
+  }
+
+  function placeStatics(ranges: readonly Range[], addresses: readonly string[] | undefined): (string | undefined)[] {
+    const placed: (string | undefined)[] = ranges.map(() => undefined);
+    for (const text of addresses ?? []) {
+      const ip = parseIp(text);
+      const index = ranges.findIndex((r, i) => placed[i] === undefined && cidrContains(r.cidr, ip));
+      if (index < 0) throw new InvalidRequestError(`requested address ${text} is in none of the configured ranges (or twice in one)`);
+      placed[index] = formatIp(ip);
+    }
+    return placed;
+  }
+
+  return {
+    conflicts: counter,
+    async allocate(input) {
+      if (input.ranges.length === 0) throw new InvalidRequestError("no ranges to allocate from");
+      const statics = placeStatics(input.ranges, input.addresses);
+      const done: Assigned[] = [];
+      try {
+        for (const [i, range] of input.ranges.entries()) {
+          done.push(await allocateOne(refFor(input.network, range), range, input, statics[i]));
+        }
+        return done;
+      } catch (error) {
+        // All-or-nothing: undo what this call reserved (by exact key), then report the first error.
+        for (const a of done.filter((d) => !d.reused)) {
+          await releaseOne(a.pool, a.range, input.key).catch(() => undefined);
+        }
+        throw error;
+      }
+    },
+    async release(input) {
+      const out: Released[] = [];
+      const errors: unknown[] = [];
+      for (const range of input.ranges) {
+        try {
+          const r = await releaseOne(refFor(input.network, range), range, input.key);
+          if (r !== undefined) out.push(r);
+        } catch (error) {
+          errors.push(error);
+        }
+      }
+      if (errors.length > 0) throw errors[0];
+      return out;
+    },
+    async releaseIf(ref, expected) {
+      const outcome = await withConflictRetry(async () => {
+        const stored = await store.readPool(ref);
+        if (stored === undefined) return "absent" as const;
+        const result = releaseIf(stored.pool, expected);
+        if (result.outcome === "released") await store.writePool(ref, result.pool, stored.version);
+        return result.outcome;
+      }, retry);
+      if (outcome === "released" && protect) {
+        await withConflictRetry(() => dropClaim(store, claimRefFor(ref, expected.offset), ref, expected.key), retry);
+      }
+      return outcome;
+    },
+    async lookup(input) {
+      return Promise.all(
+        input.ranges.map(async (range) => {
+          const ref = refFor(input.network, range);
+          const stored = await store.readPool(ref);
+          const reservation = stored?.pool.forKey(input.key);
+          if (reservation === undefined) return undefined;
+          return { pool: ref, range, address: ipAt(range.cidr, reservation.offset), reservation, reused: true };
+        }),
+      );
+    },
+  };
+}

@@ -1,0 +1,95 @@
+import type { AttachmentKey } from "./key.js";
+import type { Pool } from "./pool.js";
+
+/**
+ * The storage contract. Every backend (memory, file, etcd, Kubernetes) implements exactly this and
+ * passes @ipamkit/storage-conformance. There is no lock: every write is compare-and-swap on an
+ * opaque version, and a stale write changes nothing and throws StoreConflictError.
+ */
+
+/** An opaque version. It changes on every successful write, even one that stores identical content. */
+export type Version = string;
+
+/** Identifies a pool: one CIDR within one network (`network_name`; "" is the unnamed network). */
+export interface PoolRef {
+  readonly network: string;
+  /** Canonical CIDR text (network address form). */
+  readonly cidr: string;
+}
+
+export interface StoredPool {
+  readonly pool: Pool;
+  readonly version: Version;
+}
+
+/**
+ * Identifies an overlapping-range uniqueness record: one address within one network. Two pools
+ * of a network whose CIDRs overlap never hand out the same address, because each holder first
+ * claims the address here. See DESIGN.md for why pool and claim cannot drift into a double hold.
+ */
+export interface ClaimRef {
+  readonly network: string;
+  /** Canonical address text. */
+  readonly address: string;
+}
+
+/** Who holds a claimed address: the pool and the attachment key. */
+export interface Claim {
+  readonly pool: PoolRef;
+  readonly key: AttachmentKey;
+  readonly podRef?: string;
+}
+
+export interface StoredClaim {
+  readonly claim: Claim;
+  readonly version: Version;
+}
+
+export interface StoreCapabilities {
+  /** Safe when several OS processes on one host use the store at once. */
+  readonly crossProcess: boolean;
+  /** Safe when several hosts share the store. */
+  readonly distributed: boolean;
+}
+
+export interface IpamStore {
+  /** Short backend name used in error prefixes, e.g. "storage-file". */
+  readonly name: string;
+  readonly capabilities: StoreCapabilities;
+  /** Reads a pool and its version; undefined when it does not exist. */
+  readPool(ref: PoolRef): Promise<StoredPool | undefined>;
+  /**
+   * Writes `pool` only if the stored version is still `expected` (undefined: only if the pool does
+   * not exist yet). Returns the new version. A stale write throws StoreConflictError and writes nothing.
+   */
+  writePool(ref: PoolRef, pool: Pool, expected: Version | undefined): Promise<Version>;
+  /** Every pool, in one stable order (network, then CIDR text). */
+  listPools(): Promise<PoolRef[]>;
+  readClaim(ref: ClaimRef): Promise<StoredClaim | undefined>;
+  /** Compare-and-swap like writePool; `expected` undefined means create-if-absent. */
+  writeClaim(ref: ClaimRef, claim: Claim, expected: Version | undefined): Promise<Version>;
+  /** Deletes the claim only if its version is still `expected`; otherwise StoreConflictError. */
+  deleteClaim(ref: ClaimRef, expected: Version): Promise<void>;
+  /** Every claim of a network, in one stable order (address text). */
+  listClaims(network: string): Promise<ClaimRef[]>;
+  /** Releases connections and handles. */
+  close(): Promise<void>;
+}
+
+/** One printable id for a pool: `cidr` or `network/cidr`. */
+export function poolId(ref: PoolRef): string {
+  return ref.network === "" ? ref.cidr : `${ref.network}/${ref.cidr}`;
+}
+
+export function claimId(ref: ClaimRef): string {
+  return ref.network === "" ? ref.address : `${ref.network}/${ref.address}`;
+}
+
+export function samePoolRef(a: PoolRef, b: PoolRef): boolean {
+  return a.network === b.network && a.cidr === b.cidr;
+}
+
+/** The stable order of pools: by network, then CIDR text. */
+export function comparePoolRefs(a: PoolRef, b: PoolRef): number {
+  return a.network < b.network ? -1 : a.network > b.network ? 1 : a.cidr < b.cidr ? -1 : a.cidr > b.cidr ? 1 : 0;
+}
