@@ -1,8 +1,8 @@
 import { StoreConflictError } from "./errors.js";
 import { formatIp, ipAt, parseCidr, parseIp } from "./ip.js";
 import { type AttachmentKey, sameKey } from "./key.js";
-import type { Pool } from "./pool.js";
-import { type Claim, type ClaimRef, type IpamStore, type PoolRef, samePoolRef, type Version } from "./store.js";
+import { Pool } from "./pool.js";
+import { type Claim, type ClaimRef, type IpamStore, type PoolRef, poolId, samePoolRef, type Version } from "./store.js";
 
 /**
  * The overlapping-range claim protocol (see DESIGN.md, "Claims"). A claim names the pool that
@@ -25,30 +25,37 @@ export async function claimAddress(store: IpamStore, ref: ClaimRef, claim: Claim
     return { kind: "claimed", version: await store.writeClaim(ref, claim, undefined), created: true };
   }
   const holder = existing.claim;
-  if (samePoolRef(holder.pool, claim.pool)) {
-    if (sameKey(holder.key, claim.key)) return { kind: "claimed", version: existing.version, created: false };
-    // Same pool, other key: the caller read our pool and found the address free, so the claim is
-    // dangling as of that read; the caller's own pool write (at the version read before this
-    // claim) is the fence.
-    return { kind: "claimed", version: await store.writeClaim(ref, claim, existing.version), created: false };
+  if (!samePoolRef(holder.pool, claim.pool)) {
+    const other = await store.readPool(holder.pool);
+    if (other !== undefined && holdsAddress(other.pool, ref.address)) return { kind: "taken", by: holder };
+    // Fence: any holder that read that pool before we looked now fails its write. A pool that does
+    // not exist yet is fenced by creating it empty, so a holder's create-if-absent fails.
+    if (other !== undefined) await store.writePool(holder.pool, other.pool, other.version);
+    else await store.writePool(holder.pool, Pool.empty(parseCidr(holder.pool.cidr), { name: poolId(holder.pool) }), undefined);
   }
-  const other = await store.readPool(holder.pool);
-  if (other !== undefined && holdsAddress(other.pool, ref.address)) return { kind: "taken", by: holder };
-  if (other !== undefined) {
-    // Fence: any holder that read this pool before we looked now fails its write.
-    await store.writePool(holder.pool, other.pool, other.version);
-  }
+  // Same pool (our key or another): the caller read our pool and found the address free, so the
+  // claim is dangling as of that read, and the caller's own pool write (at the version read before
+  // this step) is the fence. Every claimant compare-and-swaps the claim — even one that already
+  // names it — so two claimants of one address are always ordered by the claim's version.
   return { kind: "claimed", version: await store.writeClaim(ref, claim, existing.version), created: false };
 }
 
-/** Deletes the claim if it still names exactly this pool and key; leaves any other claim alone. */
-export async function dropClaim(store: IpamStore, ref: ClaimRef, pool: PoolRef, key: AttachmentKey): Promise<void> {
+/**
+ * The claim's version when it names exactly this pool and key; read by a release *before* it
+ * writes the pool, so that the later delete fails if anybody (even an ADD of the same key)
+ * claimed the address again in between.
+ */
+export async function ownClaimVersion(store: IpamStore, ref: ClaimRef, pool: PoolRef, key: AttachmentKey): Promise<Version | undefined> {
   const existing = await store.readClaim(ref);
-  if (existing === undefined || !samePoolRef(existing.claim.pool, pool) || !sameKey(existing.claim.key, key)) return;
+  if (existing === undefined || !samePoolRef(existing.claim.pool, pool) || !sameKey(existing.claim.key, key)) return undefined;
+  return existing.version;
+}
+
+/** Deletes the claim only if unchanged since `version` was read; a changed claim belongs to somebody else now. */
+export async function dropClaim(store: IpamStore, ref: ClaimRef, version: Version): Promise<void> {
   try {
-    await store.deleteClaim(ref, existing.version);
+    await store.deleteClaim(ref, version);
   } catch (error) {
-    // Changed in between: somebody else owns it now; nothing of ours to drop.
     if (!(error instanceof StoreConflictError)) throw error;
   }
 }

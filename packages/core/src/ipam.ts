@@ -1,5 +1,5 @@
 import { type AllocationPolicy, allocate, release, releaseIf } from "./allocator.js";
-import { claimAddress, claimRefFor, dropClaim } from "./claims.js";
+import { claimAddress, claimRefFor, dropClaim, ownClaimVersion } from "./claims.js";
 import { AddressUnavailableError, InvalidRequestError } from "./errors.js";
 import { cidrContains, formatIp, type Ip, ipAt, parseIp } from "./ip.js";
 import type { AttachmentKey } from "./key.js";
@@ -120,17 +120,19 @@ export function createIpam(options: IpamOptions): Ipam {
   }
 
   async function releaseOne(ref: PoolRef, range: Range, key: AttachmentKey): Promise<Released | undefined> {
-    const released = await withConflictRetry(async () => {
+    const done = await withConflictRetry(async () => {
       const stored = await store.readPool(ref);
       if (stored === undefined) return undefined;
       const result = release(stored.pool, key);
       if (result.released === undefined) return undefined;
+      const claim = protect ? claimRefFor(ref, result.released.offset) : undefined;
+      const claimVersion = claim === undefined ? undefined : await ownClaimVersion(store, claim, ref, key);
       await store.writePool(ref, result.pool, stored.version);
-      return result.released;
+      return { released: result.released, claim, claimVersion };
     }, retry);
-    if (released === undefined) return undefined;
-    if (protect) await withConflictRetry(() => dropClaim(store, claimRefFor(ref, released.offset), ref, key), retry);
-    return { pool: ref, address: ipAt(range.cidr, released.offset), reservation: released };
+    if (done === undefined) return undefined;
+    if (done.claim !== undefined && done.claimVersion !== undefined) await dropClaim(store, done.claim, done.claimVersion);
+    return { pool: ref, address: ipAt(range.cidr, done.released.offset), reservation: done.released };
   }
 
   function placeStatics(ranges: readonly Range[], addresses: readonly string[] | undefined): (string | undefined)[] {
@@ -178,17 +180,20 @@ export function createIpam(options: IpamOptions): Ipam {
       return out;
     },
     async releaseIf(ref, expected) {
-      const outcome = await withConflictRetry(async () => {
+      const done = await withConflictRetry(async () => {
         const stored = await store.readPool(ref);
-        if (stored === undefined) return "absent" as const;
+        if (stored === undefined) return { outcome: "absent" as const };
         const result = releaseIf(stored.pool, expected);
-        if (result.outcome === "released") await store.writePool(ref, result.pool, stored.version);
-        return result.outcome;
+        if (result.outcome !== "released") return { outcome: result.outcome };
+        const claim = protect ? claimRefFor(ref, expected.offset) : undefined;
+        const claimVersion = claim === undefined ? undefined : await ownClaimVersion(store, claim, ref, expected.key);
+        await store.writePool(ref, result.pool, stored.version);
+        return { outcome: result.outcome, claim, claimVersion };
       }, retry);
-      if (outcome === "released" && protect) {
-        await withConflictRetry(() => dropClaim(store, claimRefFor(ref, expected.offset), ref, expected.key), retry);
+      if ("claimVersion" in done && done.claim !== undefined && done.claimVersion !== undefined) {
+        await dropClaim(store, done.claim, done.claimVersion);
       }
-      return outcome;
+      return done.outcome;
     },
     async lookup(input) {
       return Promise.all(

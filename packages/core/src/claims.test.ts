@@ -1,0 +1,118 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { IpamError } from "./errors.js";
+import { formatIp, ipAt, parseCidr } from "./ip.js";
+import { createIpam } from "./ipam.js";
+import { attachmentKey } from "./key.js";
+import { createMemoryStore } from "./memory-store.js";
+import { parseRange } from "./range.js";
+import type { IpamStore } from "./store.js";
+
+class Crash extends IpamError {
+  constructor() {
+    super("STORE_UNAVAILABLE", "simulated process crash");
+  }
+}
+
+/**
+ * One client's view of a shared store: every call yields to the scheduler a random number of
+ * times before and after it reaches the store (random interleavings), and with `crashAt` the
+ * client "dies" at its n-th write: that write and everything after it never happen.
+ */
+function client(inner: IpamStore, rng: () => number, crashAt: number | undefined): IpamStore {
+  let writes = 0;
+  let dead = false;
+  const pause = async () => {
+    for (let n = Math.floor(rng() * 4); n > 0; n--) await new Promise<void>((r) => setImmediate(r));
+  };
+  const wrap =
+    <A extends unknown[], R>(write: boolean, fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      await pause();
+      if (dead) throw new Crash();
+      if (write && crashAt !== undefined && ++writes >= crashAt) {
+        dead = true;
+        throw new Crash();
+      }
+      const out = await fn(...args);
+      await pause();
+      return out;
+    };
+  return {
+    name: inner.name,
+    capabilities: inner.capabilities,
+    readPool: wrap(false, inner.readPool.bind(inner)),
+    writePool: wrap(true, inner.writePool.bind(inner)),
+    listPools: wrap(false, inner.listPools.bind(inner)),
+    readClaim: wrap(false, inner.readClaim.bind(inner)),
+    writeClaim: wrap(true, inner.writeClaim.bind(inner)),
+    deleteClaim: wrap(true, inner.deleteClaim.bind(inner)),
+    listClaims: wrap(false, inner.listClaims.bind(inner)),
+    close: async () => {},
+  };
+}
+
+const ranges = [parseRange({ range: "10.0.0.0/28" }), parseRange({ range: "10.0.0.0/29" }), parseRange({ range: "10.0.0.4/30" })];
+
+describe("overlapping-range claims under random interleavings, crashes and same-key ADD/DEL races", () => {
+  it("never lets two pools hold one IP, and never blocks an IP for good", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+        fc.array(
+          fc.record({
+            range: fc.nat(2),
+            release: fc.boolean(),
+            shareKey: fc.boolean(),
+            crashAt: fc.option(fc.integer({ min: 1, max: 4 }), { freq: 3, nil: undefined }),
+          }),
+          { minLength: 4, maxLength: 14 },
+        ),
+        async (seed, actors) => {
+          let s = seed;
+          const rng = () => {
+            s = (Math.imul(s, 48271) + 11) % 2147483647;
+            return (s & 0xffff) / 0x10000;
+          };
+          const shared = createMemoryStore();
+          await Promise.all(
+            actors.map(async (actor, n) => {
+              const ipam = createIpam({
+                store: client(shared, rng, actor.crashAt),
+                retry: { attempts: 500, deadlineMs: 60_000, sleep: async () => {} },
+              });
+              const input = {
+                ranges: [ranges[actor.range] ?? ranges[0]],
+                key: attachmentKey({ containerId: `a${actor.shareKey && n > 0 ? n - 1 : n}`, ifName: "eth0" }),
+              };
+              try {
+                await ipam.allocate(input as never);
+                if (actor.release) await ipam.release(input as never);
+              } catch (error) {
+                if (!(error instanceof Crash) && !(error instanceof IpamError && error.code === "RANGE_EXHAUSTED")) throw error;
+              }
+            }),
+          );
+          // Safety: no address held by two pools.
+          const holders = new Map<string, string>();
+          for (const ref of await shared.listPools()) {
+            const pool = (await shared.readPool(ref))?.pool;
+            for (const r of pool?.reservations() ?? []) {
+              const address = formatIp(ipAt(parseCidr(ref.cidr), r.offset));
+              expect(holders.get(address), `${address} held by ${holders.get(address)} and ${ref.cidr}`).toBeUndefined();
+              holders.set(address, ref.cidr);
+            }
+          }
+          // Liveness: a healthy client can still fill the widest range up to its capacity minus what is held.
+          const healthy = createIpam({ store: shared, retry: { sleep: async () => {} } });
+          const wide = ranges[0] ?? parseRange({ range: "10.0.0.0/28" });
+          const free = Number(wide.capacity) - holders.size;
+          for (let n = 0; n < free; n++) {
+            await healthy.allocate({ ranges: [wide], key: attachmentKey({ containerId: `fill${n}`, ifName: "eth0" }) });
+          }
+        },
+      ),
+      { numRuns: Number(process.env.IPAMKIT_PROPERTY_RUNS ?? 500) },
+    );
+  });
+});

@@ -1,0 +1,134 @@
+import { attachmentKey, Pool, PoolCorruptError, parseCidr, StoreConflictError } from "@ipamkit/core";
+import { expect, it } from "vitest";
+import { key, type SuiteContext } from "./context.js";
+
+const cidr = parseCidr("10.1.0.0/24");
+const ref = { network: "", cidr: cidr.text };
+const pool = (...ids: [number, string][]) =>
+  Pool.fromReservations(
+    cidr,
+    ids.map(([offset, id]) => ({ offset: BigInt(offset), key: key(id) })),
+  );
+const ids = (p: Pool | undefined) => p?.reservations().map((r) => `${r.offset}:${r.key.containerId}`);
+
+export function registerCasCases(ctx: SuiteContext): void {
+  it("reads an absent pool as undefined", async () => {
+    expect(await ctx.store().readPool(ref)).toBeUndefined();
+  });
+
+  it("creates only if absent: a second create conflicts and writes nothing", async () => {
+    const s = ctx.store();
+    const v1 = await s.writePool(ref, pool([1, "a"]), undefined);
+    await expect(s.writePool(ref, pool([2, "b"]), undefined)).rejects.toBeInstanceOf(StoreConflictError);
+    const read = await s.readPool(ref);
+    expect(read?.version).toBe(v1);
+    expect(ids(read?.pool)).toEqual(["1:a"]);
+  });
+
+  it("compare-and-swap: a stale version conflicts and changes nothing; a current one wins", async () => {
+    const s = ctx.store();
+    const v1 = await s.writePool(ref, pool([1, "a"]), undefined);
+    const v2 = await s.writePool(ref, pool([1, "a"], [2, "b"]), v1);
+    expect(v2).not.toBe(v1);
+    const err = await s.writePool(ref, pool([3, "c"]), v1).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreConflictError);
+    expect((err as StoreConflictError).code).toBe("STORE_CONFLICT");
+    const read = await s.readPool(ref);
+    expect(read?.version).toBe(v2);
+    expect(ids(read?.pool)).toEqual(["1:a", "2:b"]);
+  });
+
+  it("changes the version on every write, even with identical content", async () => {
+    const s = ctx.store();
+    const p = pool([1, "a"]);
+    const v1 = await s.writePool(ref, p, undefined);
+    const v2 = await s.writePool(ref, p, v1);
+    const v3 = await s.writePool(ref, p, v2);
+    expect(new Set([v1, v2, v3]).size).toBe(3);
+    await expect(s.writePool(ref, p, v2)).rejects.toBeInstanceOf(StoreConflictError);
+  });
+
+  it("round-trips every reservation field, IPv6 offsets above 2^64, and the round-robin cursor", async () => {
+    const s = ctx.store();
+    const v6 = parseCidr("2001:db8::/32");
+    const r6 = { network: "net-a", cidr: v6.text };
+    const big = (1n << 95n) + 12345n;
+    const written = Pool.fromReservations(
+      v6,
+      [
+        { offset: big, key: key("big"), podRef: "ns/p", podUid: "uid-1", createdAt: "2026-12-01T00:00:00.000Z" },
+        { offset: 7n, key: attachmentKey({ containerId: "legacy", ifName: "" }, { allowLegacy: true }), podRef: "ns/old" },
+      ],
+      { lastOffset: big },
+    );
+    await s.writePool(r6, written, undefined);
+    const read = (await s.readPool(r6))?.pool;
+    expect(read?.reservations()).toEqual(written.reservations());
+    expect(read?.lastOffset).toBe(big);
+    expect(read?.cidr.text).toBe(v6.text);
+  });
+
+  it("keeps reservations in offset order whatever order they were written in", async () => {
+    const s = ctx.store();
+    await s.writePool(ref, pool([200, "z"], [3, "c"], [17, "q"], [1, "a"]), undefined);
+    expect(ids((await s.readPool(ref))?.pool)).toEqual(["1:a", "3:c", "17:q", "200:z"]);
+  });
+
+  it("lists pools in one stable order: network, then CIDR text", async () => {
+    const s = ctx.store();
+    const refs = [
+      { network: "blue", cidr: "10.9.0.0/24" },
+      { network: "", cidr: "2001:db8::/64" },
+      { network: "", cidr: "10.2.0.0/16" },
+      { network: "blue", cidr: "10.10.0.0/24" },
+      { network: "", cidr: "10.10.0.0/16" },
+    ];
+    for (const r of refs) await s.writePool(r, Pool.empty(parseCidr(r.cidr)), undefined);
+    const expected = [
+      { network: "", cidr: "10.10.0.0/16" },
+      { network: "", cidr: "10.2.0.0/16" },
+      { network: "", cidr: "2001:db8::/64" },
+      { network: "blue", cidr: "10.10.0.0/24" },
+      { network: "blue", cidr: "10.9.0.0/24" },
+    ];
+    expect(await s.listPools()).toEqual(expected);
+    expect(await s.listPools()).toEqual(expected);
+  });
+
+  it("claims: create-if-absent, compare-and-swap, conditional delete, stable list", async () => {
+    const s = ctx.store();
+    const c = (address: string) => ({ network: "n1", address });
+    const claim = { pool: ref, key: key("a"), podRef: "ns/a" };
+    const v1 = await s.writeClaim(c("10.1.0.9"), claim, undefined);
+    await expect(s.writeClaim(c("10.1.0.9"), claim, undefined)).rejects.toBeInstanceOf(StoreConflictError);
+    const v2 = await s.writeClaim(c("10.1.0.9"), { ...claim, key: key("b") }, v1);
+    await expect(s.deleteClaim(c("10.1.0.9"), v1)).rejects.toBeInstanceOf(StoreConflictError);
+    expect((await s.readClaim(c("10.1.0.9")))?.claim).toEqual({ ...claim, key: key("b") });
+    await s.writeClaim(c("10.1.0.10"), claim, undefined);
+    await s.writeClaim(c("10.1.0.1"), claim, undefined);
+    await s.writeClaim({ network: "other", address: "10.1.0.2" }, claim, undefined);
+    expect((await s.listClaims("n1")).map((r) => r.address)).toEqual(["10.1.0.1", "10.1.0.10", "10.1.0.9"]);
+    await s.deleteClaim(c("10.1.0.9"), v2);
+    expect(await s.readClaim(c("10.1.0.9"))).toBeUndefined();
+    // re-created after delete
+    await s.writeClaim(c("10.1.0.9"), claim, undefined);
+    expect((await s.listClaims("n1")).map((r) => r.address)).toEqual(["10.1.0.1", "10.1.0.10", "10.1.0.9"]);
+  });
+
+  it("reports corruption with a typed error and never resets the pool", async () => {
+    const s = ctx.store();
+    if (ctx.options.corruptPool === undefined) {
+      // This store only holds validated Pool values: the corrupt state cannot even be built.
+      expect(() => pool([5, "a"], [5, "b"])).toThrow(PoolCorruptError);
+      expect(() => pool([5, "a"], [6, "a"])).toThrow(PoolCorruptError);
+      return;
+    }
+    await s.writePool(ref, pool([1, "a"]), undefined);
+    await ctx.options.corruptPool(s, ref);
+    const err = await s.readPool(ref).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(["STORE_CORRUPT", "POOL_CORRUPT"]).toContain((err as { code?: string }).code);
+    // still corrupt: nothing reset it behind our back
+    await expect(s.readPool(ref)).rejects.toBeInstanceOf(Error);
+  });
+}

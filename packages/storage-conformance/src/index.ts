@@ -1,0 +1,42 @@
+import type { IpamStore } from "@ipamkit/core";
+import { afterEach, beforeEach, describe } from "vitest";
+import { registerAllocationCases } from "./allocation-cases.js";
+import { registerCasCases } from "./cas-cases.js";
+import { registerConcurrencyCases } from "./concurrency-cases.js";
+import type { ConformanceOptions } from "./options.js";
+import { registerOverlapCases } from "./overlap-cases.js";
+
+export type { ConformanceOptions } from "./options.js";
+
+/**
+ * Registers the storage conformance suite for one store. A store's test file is a few lines:
+ *
+ * ```ts
+ * describeStoreConformance({ name: "file", create: () => createFileStore({ dir: tmp() }) });
+ * ```
+ */
+export function describeStoreConformance(options: ConformanceOptions): void {
+  describe(`store conformance: ${options.name}`, () => {
+    let current: IpamStore | undefined;
+    const ctx = {
+      options,
+      store: () => {
+        if (current === undefined) throw new Error("no store: the suite creates one per test");
+        return current;
+      },
+    };
+    beforeEach(async () => {
+      current = await options.create();
+    });
+    afterEach(async () => {
+      await current?.close();
+      current = undefined;
+      await options.cleanup?.();
+    });
+    describe("compare-and-swap, order, claims, corruption", () => registerCasCases(ctx));
+    describe("allocation and exact-key release", () => registerAllocationCases(ctx));
+    describe("overlapping ranges", () => registerOverlapCases(ctx));
+    describe("concurrency", () => registerConcurrencyCases(ctx));
+    if (options.extra !== undefined) describe("backend-specific", () => options.extra?.(ctx.store));
+  });
+}

@@ -1,0 +1,21 @@
+import type { IpamStore, PoolRef } from "@ipamkit/core";
+
+export interface ConformanceOptions {
+  /** Shown in the describe title. */
+  name: string;
+  /** A fresh, empty store for each test. */
+  create: () => Promise<IpamStore> | IpamStore;
+  /** Called after each test, after the store was closed. */
+  cleanup?: () => Promise<void> | void;
+  /**
+   * Writes an undecodable or invariant-breaking pool straight into the backend (e.g. two
+   * reservations at one offset). Stores whose representation cannot hold such a state (the memory
+   * store keeps validated Pool values) leave it out, and the suite checks that such a state cannot
+   * be built instead.
+   */
+  corruptPool?: (store: IpamStore, ref: PoolRef) => Promise<void>;
+  /** Backend-specific cases, registered after the common ones inside the same describe. */
+  extra?: (getStore: () => IpamStore) => void;
+  /** Concurrent allocators and allocations each in the concurrency case. Default 32 × 20. */
+  concurrency?: { allocators: number; each: number };
+}

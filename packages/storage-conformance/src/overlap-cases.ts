@@ -1,0 +1,91 @@
+import { type Claim, createIpam, formatIp, Pool, parseCidr, parseRange } from "@ipamkit/core";
+import { expect, it } from "vitest";
+import { key, type SuiteContext } from "./context.js";
+
+const wide = parseRange({ range: "10.40.0.0/24" });
+const narrow = parseRange({ range: "10.40.0.0/26" });
+const text = (a: { address: { family: 4 | 6; value: bigint } } | undefined) => (a === undefined ? "none" : formatIp(a.address));
+
+export function registerOverlapCases(ctx: SuiteContext): void {
+  it("overlapping pools of one network never hand out the same IP (protection on)", async () => {
+    const i = createIpam({ store: ctx.store() });
+    const seen = new Set<string>();
+    for (let n = 0; n < 12; n++) {
+      const [a] = await i.allocate({ ranges: [n % 2 === 0 ? wide : narrow], key: key(`c${n}`) });
+      seen.add(text(a));
+    }
+    expect(seen.size).toBe(12);
+  });
+
+  it("with protection off, overlapping pools are independent", async () => {
+    const i = createIpam({ store: ctx.store(), overlappingRanges: false });
+    const [a] = await i.allocate({ ranges: [wide], key: key("a") });
+    const [b] = await i.allocate({ ranges: [narrow], key: key("b") });
+    expect(text(a)).toBe("10.40.0.1");
+    expect(text(b)).toBe("10.40.0.1");
+  });
+
+  it("different network names are independent even with protection on", async () => {
+    const i = createIpam({ store: ctx.store() });
+    const [a] = await i.allocate({ network: "red", ranges: [wide], key: key("a") });
+    const [b] = await i.allocate({ network: "green", ranges: [narrow], key: key("b") });
+    expect([text(a), text(b)]).toEqual(["10.40.0.1", "10.40.0.1"]);
+  });
+
+  it("a released address is claimable by the overlapping pool again", async () => {
+    const i = createIpam({ store: ctx.store() });
+    await i.allocate({ ranges: [wide], key: key("a") });
+    await i.release({ ranges: [wide], key: key("a") });
+    const [b] = await i.allocate({ ranges: [narrow], key: key("b") });
+    expect(text(b)).toBe("10.40.0.1");
+    expect((await ctx.store().listClaims("")).map((c) => c.address)).toEqual(["10.40.0.1"]);
+  });
+
+  it("crash after claiming, before the pool write: the dangling claim is taken over, never doubly held", async () => {
+    const s = ctx.store();
+    const claim: Claim = { pool: { network: "", cidr: wide.cidr.text }, key: key("crashed") };
+    await s.writeClaim({ network: "", address: "10.40.0.1" }, claim, undefined);
+    const i = createIpam({ store: s });
+    const [b] = await i.allocate({ ranges: [narrow], key: key("b") });
+    expect(text(b)).toBe("10.40.0.1");
+    expect((await s.readClaim({ network: "", address: "10.40.0.1" }))?.claim.pool.cidr).toBe(narrow.cidr.text);
+    const [c] = await i.allocate({ ranges: [wide], key: key("c") });
+    expect(text(c)).toBe("10.40.0.2");
+  });
+
+  it("crash after the pool release, before the claim delete: the address is reused, never blocked", async () => {
+    const s = ctx.store();
+    const i = createIpam({ store: s });
+    await i.allocate({ ranges: [wide], key: key("a") });
+    // simulate the crash: drop the reservation from the pool but leave the claim
+    const ref = { network: "", cidr: wide.cidr.text };
+    const stored = await s.readPool(ref);
+    if (stored === undefined) throw new Error("pool missing");
+    await s.writePool(ref, stored.pool.without(key("a")), stored.version);
+    const [b] = await i.allocate({ ranges: [narrow], key: key("b") });
+    expect(text(b)).toBe("10.40.0.1");
+  });
+
+  it("a live claim is respected even when it names another key of the holding pool", async () => {
+    const s = ctx.store();
+    const ref = { network: "", cidr: wide.cidr.text };
+    await s.writePool(ref, Pool.fromReservations(parseCidr(wide.cidr.text), [{ offset: 1n, key: key("holder") }]), undefined);
+    await s.writeClaim({ network: "", address: "10.40.0.1" }, { pool: ref, key: key("someone-else") }, undefined);
+    const [b] = await createIpam({ store: s }).allocate({ ranges: [narrow], key: key("b") });
+    expect(text(b)).toBe("10.40.0.2");
+  });
+
+  it("concurrent allocators on two overlapping pools never share an IP", async () => {
+    const s = ctx.store();
+    const i = createIpam({ store: s, retry: { baseDelayMs: 1, maxDelayMs: 20 } });
+    const results = await Promise.all(
+      Array.from({ length: 16 }, (_, n) => i.allocate({ ranges: [n % 2 === 0 ? wide : narrow], key: key(`w${n}`) })),
+    );
+    const addresses = results.map(([a]) => text(a));
+    expect(new Set(addresses).size).toBe(16);
+    const wideHeld = (await s.readPool({ network: "", cidr: wide.cidr.text }))?.pool.reservations().map((r) => r.offset) ?? [];
+    const narrowHeld = (await s.readPool({ network: "", cidr: narrow.cidr.text }))?.pool.reservations().map((r) => r.offset) ?? [];
+    expect(wideHeld.filter((o) => narrowHeld.includes(o))).toEqual([]);
+    expect(wideHeld.length + narrowHeld.length).toBe(16);
+  });
+}
