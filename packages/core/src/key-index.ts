@@ -27,6 +27,30 @@ export class KeyIndex<V> {
     return new KeyIndex<V>(new Array<Mid<V> | undefined>(FAN).fill(undefined), 0);
   }
 
+  /**
+   * Builds an index from entries in one pass (no per-entry copying). A repeated key is reported
+   * through `onDuplicate` with the value already stored, and the first value is kept.
+   */
+  static fromEntries<V>(entries: Iterable<readonly [string, V]>, onDuplicate: (key: string, first: V, second: V) => void): KeyIndex<V> {
+    const root: ((readonly [string, V])[] | undefined)[][] = new Array(FAN);
+    let size = 0;
+    for (const [key, value] of entries) {
+      const h = hash(key);
+      const mid = root[h & 0xff] ?? new Array(FAN).fill(undefined);
+      root[h & 0xff] = mid;
+      const leaf = mid[(h >>> 8) & 0xff] ?? [];
+      mid[(h >>> 8) & 0xff] = leaf;
+      const existing = leaf.find(([k]) => k === key);
+      if (existing !== undefined) {
+        onDuplicate(key, existing[1], value);
+        continue;
+      }
+      leaf.push([key, value]);
+      size += 1;
+    }
+    return new KeyIndex<V>(root as Root<V>, size);
+  }
+
   get(key: string): V | undefined {
     const h = hash(key);
     const leaf = this.root[h & 0xff]?.[(h >>> 8) & 0xff];

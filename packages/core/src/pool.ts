@@ -36,7 +36,6 @@ export class Pool {
   static fromReservations(cidr: Cidr, reservations: Iterable<Reservation>, init: PoolInit = {}): Pool {
     const name = init.name ?? cidr.text;
     const sorted = [...reservations].sort((a, b) => (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0));
-    let byKey = KeyIndex.empty<bigint>();
     for (let i = 0; i < sorted.length; i++) {
       const r = sorted[i] as Reservation;
       if (r.offset < 0n || r.offset >= cidr.size) {
@@ -49,16 +48,16 @@ export class Pool {
           `two reservations at ${formatIp(ipAt(cidr, r.offset))} (${formatKey(prev.key)} and ${formatKey(r.key)})`,
         );
       }
-      const keyText = formatKey(r.key);
-      const other = byKey.get(keyText);
-      if (other !== undefined) {
+    }
+    const byKey = KeyIndex.fromEntries<bigint>(
+      sorted.map((r) => [formatKey(r.key), r.offset] as const),
+      (keyText, first, second) => {
         throw new PoolCorruptError(
           name,
-          `key ${keyText} holds two addresses (${formatIp(ipAt(cidr, other))} and ${formatIp(ipAt(cidr, r.offset))})`,
+          `key ${keyText} holds two addresses (${formatIp(ipAt(cidr, first))} and ${formatIp(ipAt(cidr, second))})`,
         );
-      }
-      byKey = byKey.set(keyText, r.offset);
-    }
+      },
+    );
     return new Pool(cidr, name, SortedList.fromSorted(sorted), byKey, init.lastOffset);
   }
 

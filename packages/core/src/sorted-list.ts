@@ -118,7 +118,8 @@ export class SortedList<T extends HasOffset> {
     const c = this.chunkFor(item.offset);
     const chunk = this.chunks[c] as readonly T[];
     const pos = SortedList.lowerBound(chunk, item.offset);
-    const next = [...chunk.slice(0, pos), item, ...chunk.slice(pos)];
+    const next = chunk.slice();
+    next.splice(pos, 0, item);
     const chunks = this.chunks.slice();
     if (next.length > MAX_CHUNK) {
       const half = next.length >> 1;
@@ -138,7 +139,11 @@ export class SortedList<T extends HasOffset> {
     if ((chunk[pos] as T | undefined)?.offset !== offset) return this;
     const chunks = this.chunks.slice();
     if (chunk.length === 1) chunks.splice(c, 1);
-    else chunks[c] = [...chunk.slice(0, pos), ...chunk.slice(pos + 1)];
+    else {
+      const next = chunk.slice();
+      next.splice(pos, 1);
+      chunks[c] = next;
+    }
     return SortedList.fromChunks(chunks);
   }
 
