@@ -1,0 +1,78 @@
+#!/usr/bin/env node
+// The two Quick-start commands: `npm run demo` and `npm test` call this with "demo" or "test".
+// It needs only Node 20 and npm: it installs pnpm and every dependency, then does the job.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const PNPM = "10.34.9";
+const env = { ...process.env, TURBO_TELEMETRY_DISABLED: "1", DO_NOT_TRACK: "1" };
+
+function run(cmd, args, options = {}) {
+  console.log(`\n$ ${cmd} ${args.join(" ")}`);
+  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit", env, ...options });
+  return r.status ?? 1;
+}
+
+function must(cmd, args) {
+  const status = run(cmd, args);
+  if (status !== 0) {
+    console.error(`\n${cmd} ${args.join(" ")} failed (exit ${status})`);
+    process.exit(status);
+  }
+}
+
+function ensurePnpm() {
+  const r = spawnSync("pnpm", ["--version"], { encoding: "utf8", env });
+  if (r.status === 0 && r.stdout.trim() === PNPM) return;
+  must("npm", ["install", "--global", `pnpm@${PNPM}`]);
+}
+
+function install() {
+  ensurePnpm();
+  must("pnpm", ["install", "--frozen-lockfile"]);
+}
+
+const job = process.argv[2];
+if (job === "demo") {
+  install();
+  must("pnpm", ["turbo", "run", "build", "--filter=@ipamkit/example-demo..."]);
+  must("node", ["examples/demo/dist/main.js"]);
+} else if (job === "test") {
+  install();
+  const checks = [
+    ["build", ["turbo", "run", "build"]],
+    ["exports", ["node", "scripts/check-exports.mjs"]],
+    ["typecheck", ["turbo", "run", "typecheck"]],
+    ["lint", ["biome", "check", "."]],
+  ];
+  let failedChecks = 0;
+  for (const [name, args] of checks) {
+    const status = args[0] === "node" ? run("node", args.slice(1)) : run("pnpm", args);
+    if (status !== 0) {
+      failedChecks += 1;
+      console.error(`check failed: ${name}`);
+    }
+  }
+  const report = join(mkdtempSync(join(tmpdir(), "ipamkit-vitest-")), "report.json");
+  const status = run("pnpm", ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`]);
+  let passed = 0;
+  let failed = 0;
+  try {
+    const json = JSON.parse(readFileSync(report, "utf8"));
+    passed = json.numPassedTests;
+    failed = json.numFailedTests + (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
+  } catch {
+    failed += 1;
+  }
+  if (status !== 0 && failed === 0) failed = 1;
+  console.log(`\nstatic checks: ${checks.length - failedChecks} passed, ${failedChecks} failed`);
+  console.log(`${passed + checks.length - failedChecks} passed, ${failed + failedChecks} failed`);
+  process.exit(failed + failedChecks === 0 ? 0 : 1);
+} else {
+  console.error("usage: node scripts/run.mjs demo|test");
+  process.exit(2);
+}
