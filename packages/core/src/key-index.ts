@@ -36,7 +36,7 @@ export class KeyIndex<V> {
     let size = 0;
     for (const [key, value] of entries) {
       const h = hash(key);
-      const mid = root[h & 0xff] ?? new Array(FAN).fill(undefined);
+      const mid: ((readonly [string, V])[] | undefined)[] = root[h & 0xff] ?? new Array(FAN).fill(undefined);
       root[h & 0xff] = mid;
       const leaf = mid[(h >>> 8) & 0xff] ?? [];
       mid[(h >>> 8) & 0xff] = leaf;
