@@ -1,62 +1,54 @@
 /**
- * A persistent map from key text to a value: a two-level hash trie (256 × 256 slots, small leaf
- * arrays). set/delete copy two 256-slot arrays and one leaf, whatever the map's size.
+ * A persistent map from key text to a value, backed by one native Map (Baker's "rerooting"
+ * technique). The version that was changed last owns the Map; every older version holds the one
+ * entry in which it differs from a newer version. Used linearly — read, change, drop the old one,
+ * which is how pools are used — every operation is O(1) at native Map speed, and building one
+ * from n entries is a plain loop. Reading an older version first walks the diffs back to it
+ * (O(distance)); it is always correct, only slower.
  */
-type Leaf<V> = readonly (readonly [string, V])[];
-type Mid<V> = readonly (Leaf<V> | undefined)[];
-type Root<V> = readonly (Mid<V> | undefined)[];
+interface Root<V> {
+  readonly kind: "root";
+  readonly map: Map<string, V>;
+}
 
-const FAN = 256;
-
-function hash(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
+interface Diff<V> {
+  readonly kind: "diff";
+  /** This version equals `next` with `key` set to `value` (or absent when `value` is undefined). */
+  readonly key: string;
+  readonly value: V | undefined;
+  readonly next: KeyIndex<V>;
 }
 
 export class KeyIndex<V> {
+  private node: Root<V> | Diff<V>;
+
   private constructor(
-    private readonly root: Root<V>,
+    node: Root<V> | Diff<V>,
     readonly size: number,
-  ) {}
+  ) {
+    this.node = node;
+  }
 
   static empty<V>(): KeyIndex<V> {
-    return new KeyIndex<V>(new Array<Mid<V> | undefined>(FAN).fill(undefined), 0);
+    return new KeyIndex<V>({ kind: "root", map: new Map() }, 0);
   }
 
   /**
-   * Builds an index from entries in one pass (no per-entry copying). A repeated key is reported
-   * through `onDuplicate` with the value already stored, and the first value is kept.
+   * Builds an index from entries in one pass. A repeated key is reported through `onDuplicate`
+   * with the value already stored, and the first value is kept.
    */
   static fromEntries<V>(entries: Iterable<readonly [string, V]>, onDuplicate: (key: string, first: V, second: V) => void): KeyIndex<V> {
-    const root: ((readonly [string, V])[] | undefined)[][] = new Array(FAN);
-    let size = 0;
+    const map = new Map<string, V>();
     for (const [key, value] of entries) {
-      const h = hash(key);
-      const mid: ((readonly [string, V])[] | undefined)[] = root[h & 0xff] ?? new Array(FAN).fill(undefined);
-      root[h & 0xff] = mid;
-      const leaf = mid[(h >>> 8) & 0xff] ?? [];
-      mid[(h >>> 8) & 0xff] = leaf;
-      const existing = leaf.find(([k]) => k === key);
-      if (existing !== undefined) {
-        onDuplicate(key, existing[1], value);
-        continue;
-      }
-      leaf.push([key, value]);
-      size += 1;
+      const first = map.get(key);
+      if (first !== undefined) onDuplicate(key, first, value);
+      else map.set(key, value);
     }
-    return new KeyIndex<V>(root as Root<V>, size);
+    return new KeyIndex<V>({ kind: "root", map }, map.size);
   }
 
   get(key: string): V | undefined {
-    const h = hash(key);
-    const leaf = this.root[h & 0xff]?.[(h >>> 8) & 0xff];
-    if (leaf === undefined) return undefined;
-    for (const [k, v] of leaf) if (k === key) return v;
-    return undefined;
+    return this.reroot().get(key);
   }
 
   has(key: string): boolean {
@@ -64,27 +56,44 @@ export class KeyIndex<V> {
   }
 
   set(key: string, value: V): KeyIndex<V> {
-    return this.update(key, (leaf) => {
-      const rest = leaf.filter(([k]) => k !== key);
-      return { leaf: [...rest, [key, value] as const], delta: rest.length === leaf.length ? 1 : 0 };
-    });
+    return this.change(key, value);
   }
 
   delete(key: string): KeyIndex<V> {
-    if (!this.has(key)) return this;
-    return this.update(key, (leaf) => ({ leaf: leaf.filter(([k]) => k !== key), delta: -1 }));
+    return this.has(key) ? this.change(key, undefined) : this;
   }
 
-  private update(key: string, change: (leaf: Leaf<V>) => { leaf: Leaf<V>; delta: number }): KeyIndex<V> {
-    const h = hash(key);
-    const r = h & 0xff;
-    const m = (h >>> 8) & 0xff;
-    const mid = this.root[r] ?? new Array<Leaf<V> | undefined>(FAN).fill(undefined);
-    const { leaf, delta } = change(mid[m] ?? []);
-    const nextMid = mid.slice();
-    nextMid[m] = leaf.length === 0 ? undefined : leaf;
-    const nextRoot = this.root.slice();
-    nextRoot[r] = nextMid;
-    return new KeyIndex(nextRoot, this.size + delta);
+  private change(key: string, value: V | undefined): KeyIndex<V> {
+    const map = this.reroot();
+    const previous = map.get(key);
+    if (value === undefined) map.delete(key);
+    else map.set(key, value);
+    const next = new KeyIndex<V>({ kind: "root", map }, map.size);
+    this.node = { kind: "diff", key, value: previous, next };
+    return next;
+  }
+
+  /** Makes this version own the Map (reversing the diffs between it and the current owner) and returns the Map. */
+  private reroot(): Map<string, V> {
+    if (this.node.kind === "root") return this.node.map;
+    const path: KeyIndex<V>[] = [];
+    let at: KeyIndex<V> = this;
+    while (at.node.kind === "diff") {
+      path.push(at);
+      at = at.node.next;
+    }
+    const map = at.node.map;
+    // Walk back from the owner: each step moves ownership one version closer to `this`.
+    for (let i = path.length - 1; i >= 0; i--) {
+      const version = path[i] as KeyIndex<V>;
+      const diff = version.node as Diff<V>;
+      const newer = diff.next;
+      const current = map.get(diff.key);
+      if (diff.value === undefined) map.delete(diff.key);
+      else map.set(diff.key, diff.value);
+      newer.node = { kind: "diff", key: diff.key, value: current, next: version };
+      version.node = { kind: "root", map };
+    }
+    return map;
   }
 }

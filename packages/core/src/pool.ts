@@ -35,7 +35,11 @@ export class Pool {
    */
   static fromReservations(cidr: Cidr, reservations: Iterable<Reservation>, init: PoolInit = {}): Pool {
     const name = init.name ?? cidr.text;
-    const sorted = [...reservations].sort((a, b) => (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0));
+    const input = Array.isArray(reservations) ? (reservations as readonly Reservation[]) : [...reservations];
+    // Stores usually hand over reservations already in offset order: check before sorting.
+    let ordered = true;
+    for (let i = 1; i < input.length && ordered; i++) ordered = (input[i - 1] as Reservation).offset < (input[i] as Reservation).offset;
+    const sorted = ordered ? input : [...input].sort((a, b) => (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0));
     for (let i = 0; i < sorted.length; i++) {
       const r = sorted[i] as Reservation;
       if (r.offset < 0n || r.offset >= cidr.size) {

@@ -1,14 +1,14 @@
 /**
  * A persistent (immutable, structurally shared) list of items sorted by a unique bigint `offset`.
- * Stored as chunks of at most MAX_CHUNK items, so an insert or removal copies one chunk and the
+ * Stored as chunks of at most MAX_CHUNK (1024) items, so an insert or removal copies one chunk and the
  * chunk index — never the whole list. Lookups and "end of a consecutive run" are O(log n).
  */
 export interface HasOffset {
   readonly offset: bigint;
 }
 
-const MAX_CHUNK = 512;
-const INITIAL_CHUNK = 256;
+const MAX_CHUNK = 1024;
+const INITIAL_CHUNK = 512;
 
 export class SortedList<T extends HasOffset> {
   private constructor(
@@ -86,6 +86,12 @@ export class SortedList<T extends HasOffset> {
   /** The item at global index `index`. */
   at(index: number): T | undefined {
     if (index < 0 || index >= this.size) return undefined;
+    const c = this.chunkOfIndex(index);
+    return (this.chunks[c] as readonly T[])[index - (this.starts[c] as number)];
+  }
+
+  /** The chunk holding global index `index` (0 <= index < size). */
+  private chunkOfIndex(index: number): number {
     let lo = 0;
     let hi = this.chunks.length - 1;
     while (lo < hi) {
@@ -93,23 +99,41 @@ export class SortedList<T extends HasOffset> {
       if ((this.starts[mid] as number) <= index) lo = mid;
       else hi = mid - 1;
     }
-    return (this.chunks[lo] as readonly T[])[index - (this.starts[lo] as number)];
+    return lo;
   }
 
   /**
    * The last index j >= i such that items i..j have consecutive offsets
-   * (offset[j] - offset[i] === j - i). Offsets are strictly increasing, so the predicate is monotone.
+   * (offset[j] - offset[i] === j - i). Offsets are strictly increasing, so the predicate is monotone:
+   * first find the last chunk whose last item still satisfies it, then search inside the next chunk.
    */
   runEnd(i: number): number {
     const base = (this.at(i) as T).offset;
-    let lo = i;
-    let hi = this.size - 1;
+    const holds = (chunk: number, pos: number) =>
+      ((this.chunks[chunk] as readonly T[])[pos] as T).offset - base === BigInt((this.starts[chunk] as number) + pos - i);
+    const lastPos = (chunk: number) => (this.chunks[chunk] as readonly T[]).length - 1;
+    let c = this.chunkOfIndex(i);
+    if (holds(c, lastPos(c))) {
+      let lo = c;
+      let hi = this.chunks.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (holds(mid, lastPos(mid))) lo = mid;
+        else hi = mid - 1;
+      }
+      if (lo === this.chunks.length - 1) return this.size - 1;
+      c = lo + 1; // the run ends inside chunk c (its first item may already break it)
+      if (!holds(c, 0)) return (this.starts[c] as number) - 1;
+    }
+    // inside chunk c: the last position that holds, starting from a position known to hold
+    let lo = Math.max(0, i - (this.starts[c] as number));
+    let hi = lastPos(c);
     while (lo < hi) {
       const mid = (lo + hi + 1) >> 1;
-      if ((this.at(mid) as T).offset - base === BigInt(mid - i)) lo = mid;
+      if (holds(c, mid)) lo = mid;
       else hi = mid - 1;
     }
-    return lo;
+    return (this.starts[c] as number) + lo;
   }
 
   /** A new list with `item` added. The caller guarantees its offset is not present. */
