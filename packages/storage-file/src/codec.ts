@@ -91,7 +91,7 @@ export function encodePoolFields(ref: PoolRef, pool: Pool): string {
   return rows.length === 0 ? `${head}]` : `${head}\n${rows.join(",\n")}\n]`;
 }
 
-export function decodePool(ref: PoolRef, json: Json): PoolData {
+export function decodePool(ref: PoolRef, json: Json, text?: string): PoolData {
   const cidrText = str(json, "cidr", "pool");
   let cidr: Cidr;
   try {
@@ -130,7 +130,31 @@ export function decodePool(ref: PoolRef, json: Json): PoolData {
     }
     reservations[i] = r;
   }
+  if (text !== undefined) reuseRows(text, reservations);
   return { cidr, network, lastOffset, reservations };
+}
+
+/**
+ * A file written by encodePoolFields holds one reservation per line. Remember each line as the
+ * encoded row of the reservation just decoded from it, so that a fresh process (one CNI call)
+ * writes the pool back by joining lines instead of re-encoding every row. Only a line that decodes
+ * to exactly the same fields is reused; a file laid out otherwise is simply re-encoded.
+ */
+function reuseRows(text: string, reservations: readonly Reservation[]): void {
+  const start = text.indexOf('"reservations":[\n');
+  if (start < 0 || reservations.length === 0) return;
+  const lines = text.slice(start + '"reservations":[\n'.length).split("\n");
+  // Row i must be alone on line i, and the line after the last row must close the array.
+  if (lines.length <= reservations.length || !(lines[reservations.length] as string).startsWith("]")) return;
+  const rows: string[] = new Array(reservations.length);
+  for (let i = 0; i < reservations.length; i++) {
+    const line = lines[i] as string;
+    const row = i < reservations.length - 1 ? (line.endsWith(",") ? line.slice(0, -1) : undefined) : line;
+    const r = reservations[i] as Reservation;
+    if (row === undefined || !row.endsWith("}") || !row.startsWith(`{"offset":"${r.offset}","containerId":`)) return;
+    rows[i] = row;
+  }
+  for (let i = 0; i < rows.length; i++) rowCache.set(reservations[i] as Reservation, rows[i] as string);
 }
 
 // --------------------------------------------------------------------------------------------- claims

@@ -67,8 +67,8 @@ export function createFileStore(options: FileStoreOptions = {}): IpamStore {
 
   const poolDecoder =
     (ref: PoolRef): Decode<Pool> =>
-    (json, path) => {
-      const data = decodePool(ref, json);
+    (json, path, text) => {
+      const data = decodePool(ref, json, text);
       const name = poolId(ref);
       try {
         return Pool.fromReservations(data.cidr, data.reservations, { name, lastOffset: data.lastOffset });

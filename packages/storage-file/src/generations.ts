@@ -77,7 +77,8 @@ export interface Listing {
 }
 
 /** Decodes the body fields of a parsed generation file. Throws DecodeError (or an IpamError) on bad content. */
-export type Decode<T> = (json: Json, path: string) => T;
+/** Decodes a generation's JSON; `text` is the file's text (a decoder may reuse parts of it). */
+export type Decode<T> = (json: Json, path: string, text: string) => T;
 
 interface Cached<T> {
   readonly identity: string;
@@ -271,7 +272,7 @@ export class Generations<T> {
       return { gen, path, header, value: DELETED };
     }
     try {
-      return { gen, path, header, value: decode(obj, path) };
+      return { gen, path, header, value: decode(obj, path, text) };
     } catch (error) {
       if (error instanceof DecodeError) throw this.corrupt(path, object, error.message, error);
       throw error;
