@@ -38,7 +38,7 @@ function client(inner: IpamStore, rng: () => number, crashAt: number | undefined
       await pause();
       return out;
     };
-  return {
+  const store: IpamStore = {
     name: inner.name,
     capabilities: inner.capabilities,
     readPool: wrap(false, inner.readPool.bind(inner)),
@@ -50,11 +50,16 @@ function client(inner: IpamStore, rng: () => number, crashAt: number | undefined
     listClaims: wrap(false, inner.listClaims.bind(inner)),
     close: async () => {},
   };
+  if (inner.commit !== undefined) store.commit = wrap(true, inner.commit.bind(inner));
+  return store;
 }
 
 const ranges = [parseRange({ range: "10.0.0.0/28" }), parseRange({ range: "10.0.0.0/29" }), parseRange({ range: "10.0.0.4/30" })];
 
-describe("overlapping-range claims under random interleavings, crashes and same-key ADD/DEL races", () => {
+describe.each([
+  ["separate writes (fenced protocol)", false],
+  ["atomic commits (claim in the pool's transaction)", true],
+])("overlapping-range claims under random interleavings, crashes and same-key ADD/DEL races: %s", (_name, atomicCommit) => {
   it("never lets two pools hold one IP, and never blocks an IP for good", async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -74,7 +79,7 @@ describe("overlapping-range claims under random interleavings, crashes and same-
             s = (Math.imul(s, 48271) + 11) % 2147483647;
             return (s & 0xffff) / 0x10000;
           };
-          const shared = createMemoryStore();
+          const shared = createMemoryStore({ atomicCommit });
           await Promise.all(
             actors.map(async (actor, n) => {
               const ipam = createIpam({

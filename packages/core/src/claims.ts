@@ -2,7 +2,7 @@ import { StoreConflictError } from "./errors.js";
 import { formatIp, ipAt, parseCidr, parseIp } from "./ip.js";
 import { type AttachmentKey, sameKey } from "./key.js";
 import { Pool } from "./pool.js";
-import { type Claim, type ClaimRef, type IpamStore, type PoolRef, poolId, samePoolRef, type Version } from "./store.js";
+import { type Claim, type ClaimRef, type IpamStore, type PoolRef, poolId, type StoreWrite, samePoolRef, type Version } from "./store.js";
 
 /**
  * The overlapping-range claim protocol (see DESIGN.md, "Claims"). A claim names the pool that
@@ -63,4 +63,27 @@ export async function dropClaim(store: IpamStore, ref: ClaimRef, version: Versio
 /** The claim reference for an offset of a pool. */
 export function claimRefFor(pool: PoolRef, offset: bigint): ClaimRef {
   return { network: pool.network, address: formatIp(ipAt(parseCidr(pool.cidr), offset)) };
+}
+
+/**
+ * The atomic variant, for stores with `commit`: the claim is written in the same transaction as
+ * the pool, so a claim never dangles. Returns the claim steps to add to that transaction, or
+ * "taken". A claim naming another pool that does not hold the address (written by a non-atomic
+ * writer) is replaced under a compare-only check that the other pool is still as observed — the
+ * transactional equivalent of the fence.
+ */
+export async function planClaim(
+  store: IpamStore,
+  ref: ClaimRef,
+  claim: Claim,
+): Promise<{ kind: "taken"; by: Claim } | { kind: "plan"; writes: StoreWrite[] }> {
+  const existing = await store.readClaim(ref);
+  if (existing === undefined) return { kind: "plan", writes: [{ kind: "claim", ref, claim, expected: undefined }] };
+  const writes: StoreWrite[] = [{ kind: "claim", ref, claim, expected: existing.version }];
+  if (!samePoolRef(existing.claim.pool, claim.pool)) {
+    const other = await store.readPool(existing.claim.pool);
+    if (other !== undefined && holdsAddress(other.pool, ref.address)) return { kind: "taken", by: existing.claim };
+    writes.push({ kind: "check-pool", ref: existing.claim.pool, expected: other?.version });
+  }
+  return { kind: "plan", writes };
 }

@@ -30,6 +30,7 @@ export type { AllocateInput, Assigned, Ipam, IpamOptions, Released, ReleaseInput
 export { createIpam } from "./ipam.js";
 export type { AttachmentKey } from "./key.js";
 export { attachmentKey, formatKey, parseKey, sameKey } from "./key.js";
+export type { MemoryStoreOptions } from "./memory-store.js";
 export { createMemoryStore, MEMORY_STORE_NAME } from "./memory-store.js";
 export type { PoolInit } from "./pool.js";
 export { Pool } from "./pool.js";

@@ -1,5 +1,5 @@
 import { type AllocationPolicy, allocate, release, releaseIf } from "./allocator.js";
-import { claimAddress, claimRefFor, dropClaim, ownClaimVersion } from "./claims.js";
+import { claimAddress, claimRefFor, dropClaim, ownClaimVersion, planClaim } from "./claims.js";
 import { AddressUnavailableError, InvalidRequestError } from "./errors.js";
 import { cidrContains, formatIp, type Ip, ipAt, parseIp } from "./ip.js";
 import type { AttachmentKey } from "./key.js";
@@ -7,7 +7,7 @@ import { Pool } from "./pool.js";
 import type { Range } from "./range.js";
 import type { Reservation } from "./reservation.js";
 import { type ConflictCounter, type RetryOptions, withConflictRetry } from "./retry.js";
-import { type IpamStore, type PoolRef, poolId } from "./store.js";
+import { type Claim, type ClaimRef, type IpamStore, type PoolRef, poolId, type Version } from "./store.js";
 
 export interface IpamOptions {
   store: IpamStore;
@@ -94,29 +94,79 @@ export function createIpam(options: IpamOptions): Ipam {
         });
         const assigned: Assigned = { pool: ref, range, address: result.address, reservation: result.reservation, reused: result.reused };
         if (result.reused) return assigned;
-        let created: { ref: ReturnType<typeof claimRefFor>; version: string } | undefined;
-        if (protect) {
-          const claimRef = claimRefFor(ref, result.reservation.offset);
-          const claim = { pool: ref, key: input.key, ...(input.podRef === undefined ? {} : { podRef: input.podRef }) };
-          const outcome = await claimAddress(store, claimRef, claim);
-          if (outcome.kind === "taken") {
-            if (address !== undefined) throw new AddressUnavailableError(address, `held in overlapping pool ${poolId(outcome.by.pool)}`);
-            avoid.add(result.reservation.offset);
-            continue;
-          }
-          if (outcome.created) created = { ref: claimRef, version: outcome.version };
-        }
-        try {
+        if (!protect) {
           await store.writePool(ref, result.pool, stored?.version);
-        } catch (error) {
-          // Only a claim we created from nothing is certainly ours alone to undo (DESIGN.md).
-          if (created !== undefined) await store.deleteClaim(created.ref, created.version).catch(() => undefined);
-          throw error;
+          return assigned;
+        }
+        const claimRef = claimRefFor(ref, result.reservation.offset);
+        const claim = { pool: ref, key: input.key, ...(input.podRef === undefined ? {} : { podRef: input.podRef }) };
+        const taken =
+          store.commit === undefined
+            ? await claimThenWrite(claimRef, claim, ref, result.pool, stored?.version)
+            : await claimAndWriteAtomically(store.commit.bind(store), claimRef, claim, ref, result.pool, stored?.version);
+        if (taken !== undefined) {
+          if (address !== undefined) throw new AddressUnavailableError(address, `held in overlapping pool ${poolId(taken.pool)}`);
+          avoid.add(result.reservation.offset);
+          continue;
         }
         return assigned;
       }
       throw new InvalidRequestError(`gave up after ${MAX_PROBES} addresses of ${range.cidr.text} held in overlapping pools`);
     }, retry);
+  }
+
+  /** Stores without transactions: claim (fenced protocol), then the pool write. Returns the holder when taken. */
+  async function claimThenWrite(
+    claimRef: ClaimRef,
+    claim: Claim,
+    ref: PoolRef,
+    pool: Pool,
+    expected: Version | undefined,
+  ): Promise<Claim | undefined> {
+    const outcome = await claimAddress(store, claimRef, claim);
+    if (outcome.kind === "taken") return outcome.by;
+    try {
+      await store.writePool(ref, pool, expected);
+    } catch (error) {
+      // Only a claim we created from nothing is certainly ours alone to undo (DESIGN.md).
+      if (outcome.created) await store.deleteClaim(claimRef, outcome.version).catch(() => undefined);
+      throw error;
+    }
+    return undefined;
+  }
+
+  /** Stores with transactions: the claim and the pool in one commit. Returns the holder when taken. */
+  async function claimAndWriteAtomically(
+    commit: NonNullable<IpamStore["commit"]>,
+    claimRef: ClaimRef,
+    claim: Claim,
+    ref: PoolRef,
+    pool: Pool,
+    expected: Version | undefined,
+  ): Promise<Claim | undefined> {
+    const plan = await planClaim(store, claimRef, claim);
+    if (plan.kind === "taken") return plan.by;
+    await commit([{ kind: "pool", ref, pool, expected }, ...plan.writes]);
+    return undefined;
+  }
+
+  /** Writes a pool that no longer holds an address, and deletes the claim read before (atomically when the store can). */
+  async function writeRelease(
+    ref: PoolRef,
+    pool: Pool,
+    expected: Version,
+    claimRef: ClaimRef | undefined,
+    claimVersion: Version | undefined,
+  ): Promise<boolean> {
+    if (claimRef !== undefined && claimVersion !== undefined && store.commit !== undefined) {
+      await store.commit([
+        { kind: "pool", ref, pool, expected },
+        { kind: "delete-claim", ref: claimRef, expected: claimVersion },
+      ]);
+      return false;
+    }
+    await store.writePool(ref, pool, expected);
+    return claimRef !== undefined && claimVersion !== undefined;
   }
 
   async function releaseOne(ref: PoolRef, range: Range, key: AttachmentKey): Promise<Released | undefined> {
@@ -127,11 +177,12 @@ export function createIpam(options: IpamOptions): Ipam {
       if (result.released === undefined) return undefined;
       const claim = protect ? claimRefFor(ref, result.released.offset) : undefined;
       const claimVersion = claim === undefined ? undefined : await ownClaimVersion(store, claim, ref, key);
-      await store.writePool(ref, result.pool, stored.version);
-      return { released: result.released, claim, claimVersion };
+      const dropLater = await writeRelease(ref, result.pool, stored.version, claim, claimVersion);
+      return { released: result.released, claim, claimVersion, dropLater };
     }, retry);
     if (done === undefined) return undefined;
-    if (done.claim !== undefined && done.claimVersion !== undefined) await dropClaim(store, done.claim, done.claimVersion);
+    if (done.dropLater && done.claim !== undefined && done.claimVersion !== undefined)
+      await dropClaim(store, done.claim, done.claimVersion);
     return { pool: ref, address: ipAt(range.cidr, done.released.offset), reservation: done.released };
   }
 
@@ -187,10 +238,10 @@ export function createIpam(options: IpamOptions): Ipam {
         if (result.outcome !== "released") return { outcome: result.outcome };
         const claim = protect ? claimRefFor(ref, expected.offset) : undefined;
         const claimVersion = claim === undefined ? undefined : await ownClaimVersion(store, claim, ref, expected.key);
-        await store.writePool(ref, result.pool, stored.version);
-        return { outcome: result.outcome, claim, claimVersion };
+        const dropLater = await writeRelease(ref, result.pool, stored.version, claim, claimVersion);
+        return { outcome: result.outcome, claim, claimVersion, dropLater };
       }, retry);
-      if ("claimVersion" in done && done.claim !== undefined && done.claimVersion !== undefined) {
+      if ("dropLater" in done && done.dropLater && done.claim !== undefined && done.claimVersion !== undefined) {
         await dropClaim(store, done.claim, done.claimVersion);
       }
       return done.outcome;

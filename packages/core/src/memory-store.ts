@@ -10,6 +10,7 @@ import {
   poolId,
   type StoredClaim,
   type StoredPool,
+  type StoreWrite,
   type Version,
 } from "./store.js";
 
@@ -25,22 +26,52 @@ interface Entry<T> {
  * The in-memory reference store: one process only. Pools are immutable values, so they are stored
  * as they are, without copying. Passes the same conformance suite as every other store.
  */
-export function createMemoryStore(): IpamStore {
+export interface MemoryStoreOptions {
+  /** Offer the optional atomic `commit` (multi-object transactions, like etcd). Default false. */
+  atomicCommit?: boolean;
+}
+
+export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
   const pools = new Map<string, Entry<Pool>>();
   const claims = new Map<string, Entry<Claim>>();
   let clock = 0;
 
-  function cas<T>(map: Map<string, Entry<T>>, id: string, ref: unknown, value: T | undefined, expected: Version | undefined): Version {
+  function matches<T>(map: Map<string, Entry<T>>, id: string, expected: Version | undefined): boolean {
     const current = map.get(id);
-    const matches = expected === undefined ? current === undefined : current !== undefined && String(current.version) === expected;
-    if (!matches) throw new StoreConflictError(id, { component: MEMORY_STORE_NAME });
+    return expected === undefined ? current === undefined : current !== undefined && String(current.version) === expected;
+  }
+
+  function cas<T>(map: Map<string, Entry<T>>, id: string, ref: unknown, value: T | undefined, expected: Version | undefined): Version {
+    if (!matches(map, id, expected)) throw new StoreConflictError(id, { component: MEMORY_STORE_NAME });
     clock += 1;
     if (value === undefined) map.delete(id);
     else map.set(id, { value, version: clock, ref });
     return String(clock);
   }
 
-  return {
+  async function commit(writes: readonly StoreWrite[]): Promise<Version[]> {
+    for (const w of writes) {
+      const ok =
+        w.kind === "pool" || w.kind === "check-pool"
+          ? matches(pools, poolId(w.ref), w.expected)
+          : matches(claims, claimId(w.ref), w.expected);
+      if (!ok)
+        throw new StoreConflictError(w.kind.endsWith("pool") ? poolId(w.ref as PoolRef) : claimId(w.ref as ClaimRef), {
+          component: MEMORY_STORE_NAME,
+        });
+    }
+    return writes.map((w) => {
+      if (w.kind === "pool") return cas(pools, poolId(w.ref), { network: w.ref.network, cidr: w.ref.cidr }, w.pool, w.expected);
+      if (w.kind === "claim") return cas(claims, claimId(w.ref), { network: w.ref.network, address: w.ref.address }, w.claim, w.expected);
+      if (w.kind === "delete-claim") {
+        cas(claims, claimId(w.ref), undefined, undefined, w.expected);
+        return "";
+      }
+      return w.expected ?? "";
+    });
+  }
+
+  const store: IpamStore = {
     name: MEMORY_STORE_NAME,
     capabilities: { crossProcess: false, distributed: false },
     async readPool(ref: PoolRef): Promise<StoredPool | undefined> {
@@ -70,5 +101,7 @@ export function createMemoryStore(): IpamStore {
         .sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
     },
     async close() {},
-  } satisfies IpamStore;
+  };
+  if (options.atomicCommit === true) store.commit = commit;
+  return store;
 }

@@ -45,6 +45,14 @@ export interface StoredClaim {
   readonly version: Version;
 }
 
+/** One conditional step of an atomic {@link IpamStore.commit}. */
+export type StoreWrite =
+  | { readonly kind: "pool"; readonly ref: PoolRef; readonly pool: Pool; readonly expected: Version | undefined }
+  | { readonly kind: "claim"; readonly ref: ClaimRef; readonly claim: Claim; readonly expected: Version | undefined }
+  | { readonly kind: "delete-claim"; readonly ref: ClaimRef; readonly expected: Version }
+  /** Writes nothing: only requires the pool to still be at `expected` (undefined: still absent). */
+  | { readonly kind: "check-pool"; readonly ref: PoolRef; readonly expected: Version | undefined };
+
 export interface StoreCapabilities {
   /** Safe when several OS processes on one host use the store at once. */
   readonly crossProcess: boolean;
@@ -72,6 +80,13 @@ export interface IpamStore {
   deleteClaim(ref: ClaimRef, expected: Version): Promise<void>;
   /** Every claim of a network, in one stable order (address text). */
   listClaims(network: string): Promise<ClaimRef[]>;
+  /**
+   * Optional: applies every step atomically — all compares hold and all writes happen, or
+   * StoreConflictError and nothing changes. Returns the new version of each step (the checked
+   * version for "check-pool", "" for "delete-claim"). Stores with multi-key transactions (etcd)
+   * offer it; core then writes a claim in the same transaction as its pool.
+   */
+  commit?(writes: readonly StoreWrite[]): Promise<Version[]>;
   /** Releases connections and handles. */
   close(): Promise<void>;
 }

@@ -132,3 +132,32 @@ export function registerCasCases(ctx: SuiteContext): void {
     await expect(s.readPool(ref)).rejects.toBeInstanceOf(Error);
   });
 }
+
+export function registerCommitCases(ctx: SuiteContext): void {
+  it("commit is all-or-nothing: one stale compare fails the whole transaction", async () => {
+    const s = ctx.store();
+    if (s.commit === undefined) throw new Error(`${s.name} declares atomicCommit but has no commit()`);
+    const other = { network: "", cidr: "10.2.0.0/24" };
+    const v1 = await s.writePool(ref, pool([1, "a"]), undefined);
+    const claimRef = { network: "", address: "10.1.0.1" };
+    await expect(
+      s.commit([
+        { kind: "pool", ref, pool: pool([1, "a"], [2, "b"]), expected: v1 },
+        { kind: "claim", ref: claimRef, claim: { pool: ref, key: key("b") }, expected: undefined },
+        { kind: "check-pool", ref: other, expected: "12345" },
+      ]),
+    ).rejects.toBeInstanceOf(StoreConflictError);
+    expect((await s.readPool(ref))?.version).toBe(v1);
+    expect(await s.readClaim(claimRef)).toBeUndefined();
+    const [v2, c1, checked] = await s.commit([
+      { kind: "pool", ref, pool: pool([1, "a"], [2, "b"]), expected: v1 },
+      { kind: "claim", ref: claimRef, claim: { pool: ref, key: key("b") }, expected: undefined },
+      { kind: "check-pool", ref: other, expected: undefined },
+    ]);
+    expect((await s.readPool(ref))?.version).toBe(v2);
+    expect((await s.readClaim(claimRef))?.version).toBe(c1);
+    expect(checked).toBe("");
+    await s.commit([{ kind: "delete-claim", ref: claimRef, expected: c1 as string }]);
+    expect(await s.readClaim(claimRef)).toBeUndefined();
+  });
+}

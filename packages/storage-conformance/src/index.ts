@@ -1,7 +1,7 @@
 import type { IpamStore } from "@ipamkit/core";
 import { afterEach, beforeEach, describe } from "vitest";
 import { registerAllocationCases } from "./allocation-cases.js";
-import { registerCasCases } from "./cas-cases.js";
+import { registerCasCases, registerCommitCases } from "./cas-cases.js";
 import { registerConcurrencyCases } from "./concurrency-cases.js";
 import type { ConformanceOptions } from "./options.js";
 import { registerOverlapCases } from "./overlap-cases.js";
@@ -34,6 +34,7 @@ export function describeStoreConformance(options: ConformanceOptions): void {
       await options.cleanup?.();
     });
     describe("compare-and-swap, order, claims, corruption", () => registerCasCases(ctx));
+    if (options.atomicCommit === true) describe("atomic commit", () => registerCommitCases(ctx));
     describe("allocation and exact-key release", () => registerAllocationCases(ctx));
     describe("overlapping ranges", () => registerOverlapCases(ctx));
     describe("concurrency", () => registerConcurrencyCases(ctx));
