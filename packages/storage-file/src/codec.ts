@@ -12,7 +12,7 @@ import {
 
 /**
  * The body fields of one generation file (see DESIGN.md, "File formats"). The generation layer
- * (generations.ts) puts its own header fields (`commit`, `ancestry`) first and wraps them in braces.
+ * (generation-format.ts) puts its own header fields (`commit`, `ancestry`) first and wraps them in braces.
  *
  * Pool:  "cidr","network","lastOffset": "<decimal>"|null,"reservations":[{"offset":"<decimal>","containerId","ifName",...}]
  * Claim: "pool":{"network","cidr"},"key":{"containerId","ifName"},"podRef"?

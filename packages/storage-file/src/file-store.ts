@@ -16,7 +16,8 @@ import {
 } from "@ipamkit/core";
 import { decodeClaim, decodePool, encodeClaimFields, encodePoolFields } from "./codec.js";
 import { decodeName, encodeName, isWellFormed, MAX_ENCODED_LENGTH } from "./encoding.js";
-import { DELETED, type Decode, Generations, versionOf } from "./generations.js";
+import { DELETED, type Decode, versionOf } from "./generation-format.js";
+import { Generations } from "./generations.js";
 
 /** The backend name used in error prefixes: `[ipamkit] [storage-file] …`. */
 export const STORE_NAME = "storage-file";
