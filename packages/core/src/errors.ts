@@ -12,6 +12,7 @@ export type IpamErrorCode =
   | "POOL_CORRUPT"
   | "STORE_CONFLICT"
   | "STORE_UNAVAILABLE"
+  | "STORE_ACCESS_DENIED"
   | "STORE_CORRUPT";
 
 export interface IpamErrorOptions {
@@ -115,6 +116,13 @@ export class StoreConflictError extends IpamError {
 export class StoreUnavailableError extends IpamError {
   constructor(message: string, options: IpamErrorOptions = {}) {
     super("STORE_UNAVAILABLE", message, { ...options, retryable: true });
+  }
+}
+
+/** The store refused our credentials or permissions. Not retryable: the configuration must change. */
+export class StoreAccessDeniedError extends IpamError {
+  constructor(message: string, options: IpamErrorOptions = {}) {
+    super("STORE_ACCESS_DENIED", message, options);
   }
 }
 

@@ -8,7 +8,7 @@ export type {
 } from "./allocator.js";
 export { allocate, allocateAll, findFree, release, releaseIf } from "./allocator.js";
 export type { ClaimOutcome } from "./claims.js";
-export { claimAddress, claimRefFor, dropClaim } from "./claims.js";
+export { claimAddress, claimRefFor, dropClaim, planClaim } from "./claims.js";
 export type { IpamErrorCode, IpamErrorOptions } from "./errors.js";
 export {
   AddressUnavailableError,
@@ -20,6 +20,7 @@ export {
   isIpamError,
   PoolCorruptError,
   RangeExhaustedError,
+  StoreAccessDeniedError,
   StoreConflictError,
   StoreCorruptError,
   StoreUnavailableError,
@@ -34,11 +35,13 @@ export type { MemoryStoreOptions } from "./memory-store.js";
 export { createMemoryStore, MEMORY_STORE_NAME } from "./memory-store.js";
 export type { PoolInit } from "./pool.js";
 export { Pool } from "./pool.js";
+export type { PoolRecord, ReservationRecord } from "./pool-record.js";
+export { claimFromRecord, claimToRecord, poolFromRecord, poolToRecord } from "./pool-record.js";
 export type { OffsetInterval, Range, RangeSpec } from "./range.js";
 export { blockedAt, isAssignable, parseRange } from "./range.js";
 export type { Reservation } from "./reservation.js";
 export { sameReservation } from "./reservation.js";
 export type { ConflictCounter, RetryOptions } from "./retry.js";
 export { withConflictRetry } from "./retry.js";
-export type { Claim, ClaimRef, IpamStore, PoolRef, StoreCapabilities, StoredClaim, StoredPool, Version } from "./store.js";
+export type { Claim, ClaimRef, IpamStore, PoolRef, StoreCapabilities, StoredClaim, StoredPool, StoreWrite, Version } from "./store.js";
 export { claimId, comparePoolRefs, poolId, samePoolRef } from "./store.js";

@@ -1,0 +1,119 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/**
+ * Starts Debian's etcd (package etcd-server) on 127.0.0.1 with free ports and a temporary data
+ * dir (on /dev/shm when there is one) for tests and benchmarks. Never listens anywhere else.
+ */
+export interface EtcdInstance {
+  /** `http://127.0.0.1:<port>` */
+  readonly endpoint: string;
+  readonly dataDir: string;
+  /** SIGKILL, no cleanup (the data dir stays). */
+  kill(): Promise<void>;
+  /** Starts again on the same ports and data dir and waits until healthy. */
+  restart(): Promise<void>;
+  /** Stops and removes the data dir. */
+  stop(): Promise<void>;
+}
+
+export interface StartEtcdOptions {
+  /** Extra etcd flags. */
+  args?: string[];
+  /** How long to wait for health. Default 15 s. */
+  timeoutMs?: number;
+}
+
+const INSTALL_HINT =
+  "etcd is not installed: install Debian's etcd-server (apt-get install -y etcd-server etcd-client); `npm test` does this when run as root";
+
+export function etcdBinary(): string {
+  for (const candidate of ["/usr/bin/etcd", "/usr/local/bin/etcd"]) if (existsSync(candidate)) return candidate;
+  try {
+    return execFileSync("sh", ["-c", "command -v etcd"], { encoding: "utf8" }).trim() || fail();
+  } catch {
+    return fail();
+  }
+}
+
+function fail(): never {
+  throw new Error(INSTALL_HINT);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+async function healthy(endpoint: string, deadline: number): Promise<void> {
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(`${endpoint}/health`);
+      if (response.ok && ((await response.json()) as { health?: string }).health === "true") return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`etcd at ${endpoint} did not become healthy in time`);
+}
+
+export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdInstance> {
+  const binary = etcdBinary();
+  const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+  const dataDir = mkdtempSync(join(base, "ipamkit-etcd-"));
+  const [client, peer] = [await freePort(), await freePort()];
+  const endpoint = `http://127.0.0.1:${client}`;
+  const args = [
+    "--name=t",
+    `--data-dir=${dataDir}`,
+    `--listen-client-urls=${endpoint}`,
+    `--advertise-client-urls=${endpoint}`,
+    `--listen-peer-urls=http://127.0.0.1:${peer}`,
+    `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
+    `--initial-cluster=t=http://127.0.0.1:${peer}`,
+    "--initial-cluster-state=new",
+    "--logger=zap",
+    "--log-level=error",
+    ...(options.args ?? []),
+  ];
+  let child: ChildProcess | undefined;
+  const launch = async () => {
+    child = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr?.on("data", (d) => {
+      stderr = (stderr + String(d)).slice(-4000);
+    });
+    const exited = new Promise<never>((_, reject) => child?.once("exit", (code) => reject(new Error(`etcd exited (${code}): ${stderr}`))));
+    await Promise.race([healthy(endpoint, Date.now() + (options.timeoutMs ?? 15_000)), exited]);
+    exited.catch(() => undefined);
+  };
+  const kill = async () => {
+    const c = child;
+    if (c === undefined || c.exitCode !== null || c.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      c.once("exit", () => resolve());
+      c.kill("SIGKILL");
+    });
+  };
+  await launch();
+  return {
+    endpoint,
+    dataDir,
+    kill,
+    restart: launch,
+    async stop() {
+      await kill();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,116 @@
+import { execFileSync } from "node:child_process";
+import { inspect } from "node:util";
+import { attachmentKey, createIpam, parseRange, StoreAccessDeniedError, StoreUnavailableError } from "@ipamkit/core";
+import { startEtcd } from "@ipamkit/etcd-launcher";
+import { Etcd3 } from "etcd3";
+import { describe, expect, inject, it } from "vitest";
+import { createEtcdStore, etcdOptionsFromWhereabouts, layout } from "./index.js";
+
+const endpoint = inject("etcdEndpoint");
+const key = (id: string) => attachmentKey({ containerId: id, ifName: "eth0" });
+
+describe("key layout", () => {
+  it("is documented, reversible, and keeps the unnamed network and odd names apart", () => {
+    const l = layout("/ipamkit");
+    expect(l.pool({ network: "", cidr: "10.0.0.0/24" })).toBe("/ipamkit/pools/_/10.0.0.0%2F24");
+    expect(l.pool({ network: "blue", cidr: "2001:db8::/64" })).toBe("/ipamkit/pools/blue/2001%3Adb8%3A%3A%2F64");
+    expect(l.claim({ network: "_", address: "10.0.0.5" })).toBe("/ipamkit/claims/%5F/10.0.0.5");
+    for (const ref of [
+      { network: "", cidr: "10.0.0.0/24" },
+      { network: "_", cidr: "10.0.0.0/24" },
+      { network: "a/b", cidr: "fd00::/8" },
+    ]) {
+      expect(l.parsePool(l.pool(ref))).toEqual(ref);
+    }
+    expect(l.parsePool("/ipamkit/pools/only-one-segment")).toBeUndefined();
+  });
+});
+
+describe("options", () => {
+  it("maps Whereabouts' etcd_* keys", () => {
+    expect(
+      etcdOptionsFromWhereabouts({
+        etcd_host: "etcd-0:2379, etcd-1:2379",
+        etcd_username: "ipam",
+        etcd_password: "s3cret",
+        etcd_ca_cert_file: "/etc/ca.pem",
+        etcd_cert_file: "/etc/cert.pem",
+        etcd_key_file: "/etc/key.pem",
+      }),
+    ).toEqual({
+      endpoints: ["etcd-0:2379", "etcd-1:2379"],
+      username: "ipam",
+      password: "s3cret",
+      tls: { caFile: "/etc/ca.pem", certFile: "/etc/cert.pem", keyFile: "/etc/key.pem" },
+    });
+  });
+});
+
+describe("on a real etcd", () => {
+  it("writes an overlapping-range claim in the same transaction as its pool", async () => {
+    const prefix = `/same-txn/${process.pid}/`;
+    const store = createEtcdStore({ endpoints: [endpoint], prefix });
+    const range = parseRange({ range: "10.7.0.0/24" });
+    await createIpam({ store }).allocate({ ranges: [range], key: key("a") });
+    const pool = await store.readPool({ network: "", cidr: range.cidr.text });
+    const claim = await store.readClaim({ network: "", address: "10.7.0.1" });
+    expect(claim?.claim.key).toEqual(key("a"));
+    expect(claim?.version).toBe(pool?.version); // one revision: one transaction
+    await createIpam({ store }).release({ ranges: [range], key: key("a") });
+    const client = new Etcd3({ hosts: endpoint });
+    const released = await client.get(layout(prefix).pool({ network: "", cidr: range.cidr.text })).exec();
+    expect(await store.readClaim({ network: "", address: "10.7.0.1" })).toBeUndefined();
+    expect(released.header.revision).toBe(released.kvs[0]?.mod_revision); // delete and pool write: one revision
+    client.close();
+    await store.close();
+  });
+
+  it("answers a retryable error within the deadline when etcd is unreachable", async () => {
+    const store = createEtcdStore({ endpoints: ["127.0.0.1:9"], dialTimeoutMs: 300, requestTimeoutMs: 700 });
+    const started = Date.now();
+    const error = await createIpam({ store })
+      .allocate({ ranges: [parseRange({ range: "10.8.0.0/24" })], key: key("a") })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as StoreUnavailableError).retryable).toBe(true);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    await store.close();
+  });
+
+  it("with password auth: works with the right password; a wrong one is a typed error that never shows the password", async () => {
+    const etcd = await startEtcd();
+    try {
+      const ctl = (...args: string[]) =>
+        execFileSync("etcdctl", [`--endpoints=${etcd.endpoint}`, ...args], { stdio: "pipe", env: { ...process.env, ETCDCTL_API: "3" } });
+      ctl("user", "add", "root:root-Pa55word");
+      ctl("user", "add", "ipam:ipam-Pa55word");
+      ctl("role", "add", "ipam");
+      ctl("role", "grant-permission", "--prefix=true", "ipam", "readwrite", "/ipamkit/");
+      ctl("user", "grant-role", "ipam", "ipam");
+      ctl("auth", "enable");
+      const range = parseRange({ range: "10.9.0.0/24" });
+      const good = createEtcdStore({ endpoints: [etcd.endpoint], username: "ipam", password: "ipam-Pa55word" });
+      const [a] = await createIpam({ store: good }).allocate({ ranges: [range], key: key("a") });
+      expect(a?.reused).toBe(false);
+      await good.close();
+      const bad = createEtcdStore({
+        endpoints: [etcd.endpoint],
+        username: "ipam",
+        password: "wrong-Pa55word-XYZ",
+        requestTimeoutMs: 2_000,
+      });
+      const error = await bad.readPool({ network: "", cidr: range.cidr.text }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreAccessDeniedError);
+      expect((error as StoreAccessDeniedError).retryable).toBe(false);
+      expect(inspect(error, { depth: 20 })).not.toContain("wrong-Pa55word-XYZ");
+      expect(JSON.stringify(error, Object.getOwnPropertyNames(error as object))).not.toContain("wrong-Pa55word-XYZ");
+      await bad.close();
+      // outside its prefix the role has no permission
+      const outside = createEtcdStore({ endpoints: [etcd.endpoint], username: "ipam", password: "ipam-Pa55word", prefix: "/elsewhere/" });
+      await expect(outside.readPool({ network: "", cidr: range.cidr.text })).rejects.toBeInstanceOf(StoreAccessDeniedError);
+      await outside.close();
+    } finally {
+      await etcd.stop();
+    }
+  });
+});
