@@ -31,6 +31,22 @@ function ensurePnpm() {
   must("npm", ["install", "--global", `pnpm@${PNPM}`]);
 }
 
+/** Debian packages the tests start for real: etcd (etcd-server, etcd-client). */
+function ensureDebianPackages() {
+  const missing = [
+    ["etcd", "etcd-server"],
+    ["etcdctl", "etcd-client"],
+  ].filter(([bin]) => spawnSync("sh", ["-c", `command -v ${bin}`]).status !== 0);
+  if (missing.length === 0) return;
+  const packages = missing.map(([, pkg]) => pkg);
+  if (process.getuid?.() !== 0) {
+    console.error(`missing Debian packages: ${packages.join(" ")} — install them with: sudo apt-get install -y ${packages.join(" ")}`);
+    process.exit(1);
+  }
+  must("apt-get", ["update"]);
+  must("apt-get", ["install", "-y", "--no-install-recommends", ...packages]);
+}
+
 function install() {
   ensurePnpm();
   must("pnpm", ["install", "--frozen-lockfile"]);
@@ -43,6 +59,7 @@ if (job === "demo") {
   must("node", ["examples/demo/dist/main.js"]);
 } else if (job === "test") {
   install();
+  ensureDebianPackages();
   const checks = [
     ["build", ["turbo", "run", "build"]],
     ["exports", ["node", "scripts/check-exports.mjs"]],
