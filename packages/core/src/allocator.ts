@@ -25,6 +25,11 @@ export interface AllocateRequest {
   now?: string;
   /** Offsets not to hand out in this attempt (e.g. held in an overlapping pool). */
   avoid?: ReadonlySet<bigint>;
+  /**
+   * After a lost race, pick at random among the first `among` free addresses the policy would
+   * hand out, so that concurrent allocators stop colliding on the same one.
+   */
+  spread?: { among: number; random: () => number };
 }
 
 export interface Allocation {
@@ -81,7 +86,15 @@ function pickDynamic(pool: Pool, range: Range, req: AllocateRequest): bigint {
     offset = findFree(pool, range, range.first, range.last, avoid);
   }
   if (offset === undefined) throw new RangeExhaustedError(range.cidr.text);
-  return offset;
+  if (req.spread === undefined || req.spread.among <= 1) return offset;
+  const candidates = [offset];
+  for (let next = offset; candidates.length < req.spread.among; ) {
+    const candidate = findFree(pool, range, next + 1n, range.last, avoid);
+    if (candidate === undefined) break;
+    candidates.push(candidate);
+    next = candidate;
+  }
+  return candidates[Math.floor(req.spread.random() * candidates.length)] ?? offset;
 }
 
 function pickStatic(pool: Pool, range: Range, req: AllocateRequest, text: string): bigint {

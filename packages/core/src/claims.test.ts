@@ -57,9 +57,10 @@ function client(inner: IpamStore, rng: () => number, crashAt: number | undefined
 const ranges = [parseRange({ range: "10.0.0.0/28" }), parseRange({ range: "10.0.0.0/29" }), parseRange({ range: "10.0.0.4/30" })];
 
 describe.each([
-  ["separate writes (fenced protocol)", false],
-  ["atomic commits (claim in the pool's transaction)", true],
-])("overlapping-range claims under random interleavings, crashes and same-key ADD/DEL races: %s", (_name, atomicCommit) => {
+  ["separate writes (fenced protocol)", { atomicCommit: false }],
+  ["atomic commits (claim in the pool's transaction)", { atomicCommit: true }],
+  ["entry-level commits (reserve/unreserve, like etcd)", { atomicCommit: true, entryWrites: true }],
+])("overlapping-range claims under random interleavings, crashes and same-key ADD/DEL races: %s", (_name, storeOptions) => {
   it("never lets two pools hold one IP, and never blocks an IP for good", async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -79,7 +80,7 @@ describe.each([
             s = (Math.imul(s, 48271) + 11) % 2147483647;
             return (s & 0xffff) / 0x10000;
           };
-          const shared = createMemoryStore({ atomicCommit });
+          const shared = createMemoryStore(storeOptions);
           await Promise.all(
             actors.map(async (actor, n) => {
               const ipam = createIpam({

@@ -7,7 +7,7 @@ import { Pool } from "./pool.js";
 import type { Range } from "./range.js";
 import type { Reservation } from "./reservation.js";
 import { type ConflictCounter, type RetryOptions, withConflictRetry } from "./retry.js";
-import { type Claim, type ClaimRef, type IpamStore, type PoolRef, poolId, type Version } from "./store.js";
+import { type Claim, type ClaimRef, type IpamStore, type PoolRef, poolId, type StoreWrite, type Version } from "./store.js";
 
 export interface IpamOptions {
   store: IpamStore;
@@ -67,6 +67,8 @@ export interface Ipam {
 }
 
 const MAX_PROBES = 1024;
+/** After a lost race on an entry-level store, choose among this many free addresses. */
+const SPREAD = 16;
 
 export function createIpam(options: IpamOptions): Ipam {
   const store = options.store;
@@ -74,11 +76,12 @@ export function createIpam(options: IpamOptions): Ipam {
   const counter = options.retry?.counter ?? { conflicts: 0 };
   const retry: RetryOptions = { ...options.retry, counter };
   const now = options.now ?? (() => new Date());
+  const entryWrites = store.capabilities.entryWrites === true && store.commit !== undefined;
 
   const refFor = (network: string | undefined, range: Range): PoolRef => ({ network: network ?? "", cidr: range.cidr.text });
 
   async function allocateOne(ref: PoolRef, range: Range, input: AllocateInput, address: string | undefined): Promise<Assigned> {
-    return withConflictRetry(async () => {
+    return withConflictRetry(async (attempt) => {
       const avoid = new Set<bigint>();
       for (let probe = 0; probe < MAX_PROBES; probe++) {
         const stored = await store.readPool(ref);
@@ -91,17 +94,19 @@ export function createIpam(options: IpamOptions): Ipam {
           now: now().toISOString(),
           avoid,
           ...(address === undefined ? {} : { address }),
+          ...(attempt > 1 && entryWrites ? { spread: { among: SPREAD, random: Math.random } } : {}),
         });
         const assigned: Assigned = { pool: ref, range, address: result.address, reservation: result.reservation, reused: result.reused };
         if (result.reused) return assigned;
-        if (!protect) {
+        if (!protect && !entryWrites) {
           await store.writePool(ref, result.pool, stored?.version);
           return assigned;
         }
         const claimRef = claimRefFor(ref, result.reservation.offset);
         const claim = { pool: ref, key: input.key, ...(input.podRef === undefined ? {} : { podRef: input.podRef }) };
-        const taken =
-          store.commit === undefined
+        const taken = entryWrites
+          ? await reserveEntry(ref, result.reservation, result.pool.lastOffset, protect ? { claimRef, claim } : undefined)
+          : store.commit === undefined
             ? await claimThenWrite(claimRef, claim, ref, result.pool, stored?.version)
             : await claimAndWriteAtomically(store.commit.bind(store), claimRef, claim, ref, result.pool, stored?.version);
         if (taken !== undefined) {
@@ -150,19 +155,40 @@ export function createIpam(options: IpamOptions): Ipam {
     return undefined;
   }
 
+  /** Entry-level stores: reserve one address (and claim it) in one commit; conflicts only on that address or key. */
+  async function reserveEntry(
+    ref: PoolRef,
+    reservation: Reservation,
+    lastOffset: bigint | undefined,
+    claimed: { claimRef: ClaimRef; claim: Claim } | undefined,
+  ): Promise<Claim | undefined> {
+    const steps: StoreWrite[] = [{ kind: "reserve", ref, reservation, lastOffset }];
+    if (claimed !== undefined) {
+      const plan = await planClaim(store, claimed.claimRef, claimed.claim);
+      if (plan.kind === "taken") return plan.by;
+      steps.push(...plan.writes);
+    }
+    await (store.commit as NonNullable<IpamStore["commit"]>)(steps);
+    return undefined;
+  }
+
   /** Writes a pool that no longer holds an address, and deletes the claim read before (atomically when the store can). */
   async function writeRelease(
     ref: PoolRef,
     pool: Pool,
     expected: Version,
+    released: Reservation,
     claimRef: ClaimRef | undefined,
     claimVersion: Version | undefined,
   ): Promise<boolean> {
-    if (claimRef !== undefined && claimVersion !== undefined && store.commit !== undefined) {
-      await store.commit([
-        { kind: "pool", ref, pool, expected },
-        { kind: "delete-claim", ref: claimRef, expected: claimVersion },
-      ]);
+    const dropClaimStep: StoreWrite[] =
+      claimRef !== undefined && claimVersion !== undefined ? [{ kind: "delete-claim", ref: claimRef, expected: claimVersion }] : [];
+    if (entryWrites) {
+      await (store.commit as NonNullable<IpamStore["commit"]>)([{ kind: "unreserve", ref, reservation: released }, ...dropClaimStep]);
+      return false;
+    }
+    if (dropClaimStep.length > 0 && store.commit !== undefined) {
+      await store.commit([{ kind: "pool", ref, pool, expected }, ...dropClaimStep]);
       return false;
     }
     await store.writePool(ref, pool, expected);
@@ -177,7 +203,7 @@ export function createIpam(options: IpamOptions): Ipam {
       if (result.released === undefined) return undefined;
       const claim = protect ? claimRefFor(ref, result.released.offset) : undefined;
       const claimVersion = claim === undefined ? undefined : await ownClaimVersion(store, claim, ref, key);
-      const dropLater = await writeRelease(ref, result.pool, stored.version, claim, claimVersion);
+      const dropLater = await writeRelease(ref, result.pool, stored.version, result.released, claim, claimVersion);
       return { released: result.released, claim, claimVersion, dropLater };
     }, retry);
     if (done === undefined) return undefined;
@@ -238,7 +264,7 @@ export function createIpam(options: IpamOptions): Ipam {
         if (result.outcome !== "released") return { outcome: result.outcome };
         const claim = protect ? claimRefFor(ref, expected.offset) : undefined;
         const claimVersion = claim === undefined ? undefined : await ownClaimVersion(store, claim, ref, expected.key);
-        const dropLater = await writeRelease(ref, result.pool, stored.version, claim, claimVersion);
+        const dropLater = await writeRelease(ref, result.pool, stored.version, expected, claim, claimVersion);
         return { outcome: result.outcome, claim, claimVersion, dropLater };
       }, retry);
       if ("dropLater" in done && done.dropLater && done.claim !== undefined && done.claimVersion !== undefined) {

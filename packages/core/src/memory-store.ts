@@ -1,5 +1,7 @@
 import { StoreConflictError } from "./errors.js";
-import type { Pool } from "./pool.js";
+import { parseCidr } from "./ip.js";
+import { Pool } from "./pool.js";
+import { sameReservation } from "./reservation.js";
 import {
   type Claim,
   type ClaimRef,
@@ -29,6 +31,8 @@ interface Entry<T> {
 export interface MemoryStoreOptions {
   /** Offer the optional atomic `commit` (multi-object transactions, like etcd). Default false. */
   atomicCommit?: boolean;
+  /** With atomicCommit: also accept the entry-level "reserve"/"unreserve" steps (like etcd). Default false. */
+  entryWrites?: boolean;
 }
 
 export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
@@ -49,18 +53,42 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
     return String(clock);
   }
 
+  /** The pool a step leaves behind, or undefined when its condition fails. */
+  function applyEntry(w: StoreWrite & { kind: "reserve" | "unreserve" }): Pool | undefined {
+    const current = pools.get(poolId(w.ref))?.value ?? Pool.empty(parseCidr(w.ref.cidr), { name: poolId(w.ref) });
+    const r = w.reservation;
+    if (w.kind === "reserve") {
+      if (current.atOffset(r.offset) !== undefined || current.forKey(r.key) !== undefined) return undefined;
+      return current.with(r, { moveCursor: false }).withCursor(w.lastOffset);
+    }
+    const held = current.forKey(r.key);
+    return held !== undefined && sameReservation(held, r) ? current.without(r.key) : undefined;
+  }
+
   async function commit(writes: readonly StoreWrite[]): Promise<Version[]> {
     for (const w of writes) {
       const ok =
-        w.kind === "pool" || w.kind === "check-pool"
-          ? matches(pools, poolId(w.ref), w.expected)
-          : matches(claims, claimId(w.ref), w.expected);
+        w.kind === "reserve" || w.kind === "unreserve"
+          ? options.entryWrites === true && applyEntry(w) !== undefined
+          : w.kind === "pool" || w.kind === "check-pool"
+            ? matches(pools, poolId(w.ref), w.expected)
+            : matches(claims, claimId(w.ref), w.expected);
       if (!ok)
-        throw new StoreConflictError(w.kind.endsWith("pool") ? poolId(w.ref as PoolRef) : claimId(w.ref as ClaimRef), {
+        throw new StoreConflictError(w.kind.endsWith("claim") ? claimId(w.ref as ClaimRef) : poolId(w.ref as PoolRef), {
           component: MEMORY_STORE_NAME,
         });
     }
     return writes.map((w) => {
+      if (w.kind === "reserve" || w.kind === "unreserve") {
+        const id = poolId(w.ref);
+        return cas(
+          pools,
+          id,
+          { network: w.ref.network, cidr: w.ref.cidr },
+          applyEntry(w) as Pool,
+          pools.has(id) ? String(pools.get(id)?.version) : undefined,
+        );
+      }
       if (w.kind === "pool") return cas(pools, poolId(w.ref), { network: w.ref.network, cidr: w.ref.cidr }, w.pool, w.expected);
       if (w.kind === "claim") return cas(claims, claimId(w.ref), { network: w.ref.network, address: w.ref.address }, w.claim, w.expected);
       if (w.kind === "delete-claim") {
@@ -73,7 +101,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
 
   const store: IpamStore = {
     name: MEMORY_STORE_NAME,
-    capabilities: { crossProcess: false, distributed: false },
+    capabilities: { crossProcess: false, distributed: false, entryWrites: options.atomicCommit === true && options.entryWrites === true },
     async readPool(ref: PoolRef): Promise<StoredPool | undefined> {
       const entry = pools.get(poolId(ref));
       return entry === undefined ? undefined : { pool: entry.value, version: String(entry.version) };

@@ -107,6 +107,11 @@ export class Pool {
     );
   }
 
+  /** A new pool with the round-robin cursor at `lastOffset` (same reservations). */
+  withCursor(lastOffset: bigint | undefined): Pool {
+    return lastOffset === this.lastOffset ? this : new Pool(this.cidr, this.name, this.byOffset, this.byKey, lastOffset);
+  }
+
   /** A new pool without the reservation of exactly this key (the same pool when it holds none). */
   without(key: AttachmentKey): Pool {
     const keyText = formatKey(key);

@@ -1,5 +1,6 @@
 import type { AttachmentKey } from "./key.js";
 import type { Pool } from "./pool.js";
+import type { Reservation } from "./reservation.js";
 
 /**
  * The storage contract. Every backend (memory, file, etcd, Kubernetes) implements exactly this and
@@ -51,13 +52,26 @@ export type StoreWrite =
   | { readonly kind: "claim"; readonly ref: ClaimRef; readonly claim: Claim; readonly expected: Version | undefined }
   | { readonly kind: "delete-claim"; readonly ref: ClaimRef; readonly expected: Version }
   /** Writes nothing: only requires the pool to still be at `expected` (undefined: still absent). */
-  | { readonly kind: "check-pool"; readonly ref: PoolRef; readonly expected: Version | undefined };
+  | { readonly kind: "check-pool"; readonly ref: PoolRef; readonly expected: Version | undefined }
+  /**
+   * Entry-level (stores with `capabilities.entryWrites`): adds one reservation, creating the pool
+   * if absent; conflicts if the pool already holds its offset or its key. Sets the round-robin
+   * cursor to `lastOffset`. Unlike "pool", it does not conflict with changes to other entries.
+   */
+  | { readonly kind: "reserve"; readonly ref: PoolRef; readonly reservation: Reservation; readonly lastOffset: bigint | undefined }
+  /** Entry-level: removes exactly this reservation; conflicts unless the pool still holds it unchanged. */
+  | { readonly kind: "unreserve"; readonly ref: PoolRef; readonly reservation: Reservation };
 
 export interface StoreCapabilities {
   /** Safe when several OS processes on one host use the store at once. */
   readonly crossProcess: boolean;
   /** Safe when several hosts share the store. */
   readonly distributed: boolean;
+  /**
+   * `commit` accepts the entry-level "reserve" and "unreserve" steps: concurrent allocations in one
+   * pool then conflict only when they pick the same address or key (etcd's per-address keys).
+   */
+  readonly entryWrites?: boolean;
 }
 
 export interface IpamStore {

@@ -161,3 +161,44 @@ export function registerCommitCases(ctx: SuiteContext): void {
     expect(await s.readClaim(claimRef)).toBeUndefined();
   });
 }
+
+export function registerEntryCases(ctx: SuiteContext): void {
+  const res = (offset: number, id: string) => ({ offset: BigInt(offset), key: key(id), podRef: "ns/p" });
+  it("reserve adds one entry and conflicts only on its own offset or key", async () => {
+    const s = ctx.store();
+    if (s.commit === undefined || s.capabilities.entryWrites !== true)
+      throw new Error(`${s.name} declares entryWrites but does not offer them`);
+    await s.commit([{ kind: "reserve", ref, reservation: res(1, "a"), lastOffset: 1n }]);
+    const seen = await s.readPool(ref);
+    // another entry, based on nothing newer: fine
+    await s.commit([{ kind: "reserve", ref, reservation: res(2, "b"), lastOffset: 2n }]);
+    await expect(s.commit([{ kind: "reserve", ref, reservation: res(1, "c"), lastOffset: 1n }])).rejects.toBeInstanceOf(StoreConflictError);
+    await expect(s.commit([{ kind: "reserve", ref, reservation: res(3, "a"), lastOffset: 3n }])).rejects.toBeInstanceOf(StoreConflictError);
+    const read = await s.readPool(ref);
+    expect(ids(read?.pool)).toEqual(["1:a", "2:b"]);
+    expect(read?.pool.lastOffset).toBe(2n);
+    // the pool-level version still moved: a whole-pool write based on the older read conflicts
+    await expect(s.writePool(ref, pool([1, "a"]), seen?.version)).rejects.toBeInstanceOf(StoreConflictError);
+  });
+
+  it("unreserve removes exactly an unchanged entry, and is all-or-nothing with the rest of the commit", async () => {
+    const s = ctx.store();
+    if (s.commit === undefined) throw new Error("no commit");
+    await s.commit([{ kind: "reserve", ref, reservation: res(1, "a"), lastOffset: undefined }]);
+    await expect(s.commit([{ kind: "unreserve", ref, reservation: { ...res(1, "a"), podRef: "ns/other" } }])).rejects.toBeInstanceOf(
+      StoreConflictError,
+    );
+    await expect(
+      s.commit([
+        { kind: "unreserve", ref, reservation: res(1, "a") },
+        { kind: "reserve", ref: { network: "", cidr: "10.2.0.0/24" }, reservation: res(1, "z"), lastOffset: undefined },
+        { kind: "check-pool", ref: { network: "", cidr: "10.3.0.0/24" }, expected: "999999" },
+      ]),
+    ).rejects.toBeInstanceOf(StoreConflictError);
+    expect(ids((await s.readPool(ref))?.pool)).toEqual(["1:a"]);
+    expect(await s.readPool({ network: "", cidr: "10.2.0.0/24" })).toBeUndefined();
+    await s.commit([{ kind: "unreserve", ref, reservation: res(1, "a") }]);
+    expect(ids((await s.readPool(ref))?.pool)).toEqual([]);
+    await expect(s.commit([{ kind: "unreserve", ref, reservation: res(1, "a") }])).rejects.toBeInstanceOf(StoreConflictError);
+  });
+}

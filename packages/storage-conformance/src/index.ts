@@ -1,7 +1,7 @@
 import type { IpamStore } from "@ipamkit/core";
 import { afterEach, beforeEach, describe } from "vitest";
 import { registerAllocationCases } from "./allocation-cases.js";
-import { registerCasCases, registerCommitCases } from "./cas-cases.js";
+import { registerCasCases, registerCommitCases, registerEntryCases } from "./cas-cases.js";
 import { registerConcurrencyCases } from "./concurrency-cases.js";
 import type { ConformanceOptions } from "./options.js";
 import { registerOverlapCases } from "./overlap-cases.js";
@@ -35,6 +35,7 @@ export function describeStoreConformance(options: ConformanceOptions): void {
     });
     describe("compare-and-swap, order, claims, corruption", () => registerCasCases(ctx));
     if (options.atomicCommit === true) describe("atomic commit", () => registerCommitCases(ctx));
+    if (options.entryWrites === true) describe("entry-level commit steps", () => registerEntryCases(ctx));
     describe("allocation and exact-key release", () => registerAllocationCases(ctx));
     describe("overlapping ranges", () => registerOverlapCases(ctx));
     describe("concurrency", () => registerConcurrencyCases(ctx));

@@ -5,3 +5,9 @@ import { describeStoreConformance } from "./index.js";
 // writes (like the file and Kubernetes stores) and once with atomic commits (like etcd).
 describeStoreConformance({ name: "memory", create: () => createMemoryStore() });
 describeStoreConformance({ name: "memory (atomic commit)", create: () => createMemoryStore({ atomicCommit: true }), atomicCommit: true });
+describeStoreConformance({
+  name: "memory (entry-level commits)",
+  create: () => createMemoryStore({ atomicCommit: true, entryWrites: true }),
+  atomicCommit: true,
+  entryWrites: true,
+});

@@ -16,6 +16,8 @@ export interface ConformanceOptions {
   corruptPool?: (store: IpamStore, ref: PoolRef) => Promise<void>;
   /** The store offers the optional atomic `commit` (multi-object transactions); its semantics are then checked. */
   atomicCommit?: boolean;
+  /** The store's `commit` accepts the entry-level "reserve"/"unreserve" steps; their semantics are then checked. */
+  entryWrites?: boolean;
   /** Backend-specific cases, registered after the common ones inside the same describe. */
   extra?: (getStore: () => IpamStore) => void;
   /** Concurrent allocators and allocations each in the concurrency case. Default 32 × 20. */
