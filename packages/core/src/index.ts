@@ -36,7 +36,7 @@ export { createMemoryStore, MEMORY_STORE_NAME } from "./memory-store.js";
 export type { PoolInit } from "./pool.js";
 export { Pool } from "./pool.js";
 export type { PoolRecord, ReservationRecord } from "./pool-record.js";
-export { claimFromRecord, claimToRecord, poolFromRecord, poolToRecord } from "./pool-record.js";
+export { claimFromRecord, claimToRecord, poolFromRecord, poolToRecord, reservationToRecord } from "./pool-record.js";
 export type { OffsetInterval, Range, RangeSpec } from "./range.js";
 export { blockedAt, isAssignable, parseRange } from "./range.js";
 export type { Reservation } from "./reservation.js";

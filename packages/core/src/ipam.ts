@@ -68,7 +68,7 @@ export interface Ipam {
 
 const MAX_PROBES = 1024;
 /** After a lost race on an entry-level store, choose among this many free addresses. */
-const SPREAD = 16;
+const SPREAD = 128;
 
 export function createIpam(options: IpamOptions): Ipam {
   const store = options.store;
@@ -81,11 +81,14 @@ export function createIpam(options: IpamOptions): Ipam {
   const refFor = (network: string | undefined, range: Range): PoolRef => ({ network: network ?? "", cidr: range.cidr.text });
 
   async function allocateOne(ref: PoolRef, range: Range, input: AllocateInput, address: string | undefined): Promise<Assigned> {
+    let tried: bigint | undefined;
     return withConflictRetry(async (attempt) => {
       const avoid = new Set<bigint>();
       for (let probe = 0; probe < MAX_PROBES; probe++) {
         const stored = await store.readPool(ref);
         const pool = stored?.pool ?? Pool.empty(range.cidr, { name: poolId(ref) });
+        // Lost a race for the address tried last time (someone else holds it now): spread out.
+        const lostRace = entryWrites && tried !== undefined && pool.atOffset(tried) !== undefined;
         const result = allocate(pool, range, {
           key: input.key,
           policy: input.policy ?? options.policy ?? "lowest-free",
@@ -94,8 +97,9 @@ export function createIpam(options: IpamOptions): Ipam {
           now: now().toISOString(),
           avoid,
           ...(address === undefined ? {} : { address }),
-          ...(attempt > 1 && entryWrites ? { spread: { among: SPREAD, random: Math.random } } : {}),
+          ...(lostRace ? { spread: { among: SPREAD, random: Math.random } } : {}),
         });
+        tried = result.reservation.offset;
         const assigned: Assigned = { pool: ref, range, address: result.address, reservation: result.reservation, reused: result.reused };
         if (result.reused) return assigned;
         if (!protect && !entryWrites) {
@@ -105,7 +109,7 @@ export function createIpam(options: IpamOptions): Ipam {
         const claimRef = claimRefFor(ref, result.reservation.offset);
         const claim = { pool: ref, key: input.key, ...(input.podRef === undefined ? {} : { podRef: input.podRef }) };
         const taken = entryWrites
-          ? await reserveEntry(ref, result.reservation, result.pool.lastOffset, protect ? { claimRef, claim } : undefined)
+          ? await reserveEntry(ref, result.reservation, result.pool.lastOffset, protect ? { claimRef, claim } : undefined, attempt)
           : store.commit === undefined
             ? await claimThenWrite(claimRef, claim, ref, result.pool, stored?.version)
             : await claimAndWriteAtomically(store.commit.bind(store), claimRef, claim, ref, result.pool, stored?.version);
@@ -161,9 +165,14 @@ export function createIpam(options: IpamOptions): Ipam {
     reservation: Reservation,
     lastOffset: bigint | undefined,
     claimed: { claimRef: ClaimRef; claim: Claim } | undefined,
+    attempt: number,
   ): Promise<Claim | undefined> {
     const steps: StoreWrite[] = [{ kind: "reserve", ref, reservation, lastOffset }];
-    if (claimed !== undefined) {
+    if (claimed !== undefined && attempt === 1) {
+      // Optimistic first try: most addresses are unclaimed, so claim with create-if-absent in the
+      // same transaction instead of reading first; a conflict retries with the full protocol below.
+      steps.push({ kind: "claim", ref: claimed.claimRef, claim: claimed.claim, expected: undefined });
+    } else if (claimed !== undefined) {
       const plan = await planClaim(store, claimed.claimRef, claimed.claim);
       if (plan.kind === "taken") return plan.by;
       steps.push(...plan.writes);

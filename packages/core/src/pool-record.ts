@@ -27,19 +27,22 @@ export interface PoolRecord {
   reservations: ReservationRecord[];
 }
 
+/** One reservation as a record, fields always in the same order (so its JSON text is deterministic). */
+export function reservationToRecord(r: Reservation): ReservationRecord {
+  const out: ReservationRecord = { offset: r.offset.toString(), containerId: r.key.containerId, ifName: r.key.ifName };
+  if (r.podRef !== undefined) out.podRef = r.podRef;
+  if (r.podUid !== undefined) out.podUid = r.podUid;
+  if (r.createdAt !== undefined) out.createdAt = r.createdAt;
+  if (r.extra !== undefined) out.extra = { ...r.extra };
+  return out;
+}
+
 export function poolToRecord(ref: PoolRef, pool: Pool): PoolRecord {
   return {
     cidr: pool.cidr.text,
     network: ref.network,
     lastOffset: pool.lastOffset === undefined ? null : pool.lastOffset.toString(),
-    reservations: pool.reservations().map((r) => {
-      const out: ReservationRecord = { offset: r.offset.toString(), containerId: r.key.containerId, ifName: r.key.ifName };
-      if (r.podRef !== undefined) out.podRef = r.podRef;
-      if (r.podUid !== undefined) out.podUid = r.podUid;
-      if (r.createdAt !== undefined) out.createdAt = r.createdAt;
-      if (r.extra !== undefined) out.extra = { ...r.extra };
-      return out;
-    }),
+    reservations: pool.reservations().map(reservationToRecord),
   };
 }
 

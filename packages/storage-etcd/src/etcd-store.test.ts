@@ -12,17 +12,19 @@ const key = (id: string) => attachmentKey({ containerId: id, ifName: "eth0" });
 describe("key layout", () => {
   it("is documented, reversible, and keeps the unnamed network and odd names apart", () => {
     const l = layout("/ipamkit");
-    expect(l.pool({ network: "", cidr: "10.0.0.0/24" })).toBe("/ipamkit/pools/_/10.0.0.0%2F24");
-    expect(l.pool({ network: "blue", cidr: "2001:db8::/64" })).toBe("/ipamkit/pools/blue/2001%3Adb8%3A%3A%2F64");
+    expect(l.meta({ network: "", cidr: "10.0.0.0/24" })).toBe("/ipamkit/pools/_/10.0.0.0%2F24/meta");
+    expect(l.ip({ network: "blue", cidr: "2001:db8::/64" }, 5n)).toBe("/ipamkit/pools/blue/2001%3Adb8%3A%3A%2F64/ip/5");
+    expect(l.key({ network: "", cidr: "10.0.0.0/24" }, "c1/eth0")).toBe("/ipamkit/pools/_/10.0.0.0%2F24/key/c1%2Feth0");
     expect(l.claim({ network: "_", address: "10.0.0.5" })).toBe("/ipamkit/claims/%5F/10.0.0.5");
     for (const ref of [
       { network: "", cidr: "10.0.0.0/24" },
       { network: "_", cidr: "10.0.0.0/24" },
       { network: "a/b", cidr: "fd00::/8" },
     ]) {
-      expect(l.parsePool(l.pool(ref))).toEqual(ref);
+      expect(l.parsePool(l.meta(ref))).toEqual(ref);
     }
-    expect(l.parsePool("/ipamkit/pools/only-one-segment")).toBeUndefined();
+    expect(l.parsePool("/ipamkit/pools/only-one-segment/meta")).toBeUndefined();
+    expect(l.parsePool(l.ip({ network: "", cidr: "10.0.0.0/24" }, 1n))).toBeUndefined();
   });
 });
 
@@ -47,7 +49,7 @@ describe("options", () => {
 });
 
 describe("on a real etcd", () => {
-  it("writes an overlapping-range claim in the same transaction as its pool", async () => {
+  it("writes an allocation's address, key index and overlapping-range claim in one transaction", async () => {
     const prefix = `/same-txn/${process.pid}/`;
     const store = createEtcdStore({ endpoints: [endpoint], prefix });
     const range = parseRange({ range: "10.7.0.0/24" });
@@ -56,9 +58,15 @@ describe("on a real etcd", () => {
     const claim = await store.readClaim({ network: "", address: "10.7.0.1" });
     expect(claim?.claim.key).toEqual(key("a"));
     expect(claim?.version).toBe(pool?.version); // one revision: one transaction
+    const raw = new Etcd3({ hosts: endpoint });
+    const ip = await raw.get(layout(prefix).ip({ network: "", cidr: range.cidr.text }, 1n)).exec();
+    const index = await raw.get(layout(prefix).key({ network: "", cidr: range.cidr.text }, "a/eth0")).exec();
+    expect(ip.kvs[0]?.mod_revision).toBe(claim?.version);
+    expect(index.kvs[0]?.value.toString()).toBe("1");
+    raw.close();
     await createIpam({ store }).release({ ranges: [range], key: key("a") });
     const client = new Etcd3({ hosts: endpoint });
-    const released = await client.get(layout(prefix).pool({ network: "", cidr: range.cidr.text })).exec();
+    const released = await client.get(layout(prefix).meta({ network: "", cidr: range.cidr.text })).exec();
     expect(await store.readClaim({ network: "", address: "10.7.0.1" })).toBeUndefined();
     expect(released.header.revision).toBe(released.kvs[0]?.mod_revision); // delete and pool write: one revision
     client.close();

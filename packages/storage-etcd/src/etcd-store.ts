@@ -5,12 +5,14 @@ import {
   claimId,
   claimToRecord,
   comparePoolRefs,
+  formatKey,
   type IpamStore,
   type Pool,
   type PoolRef,
   poolFromRecord,
   poolId,
-  poolToRecord,
+  type Reservation,
+  reservationToRecord,
   StoreConflictError,
   StoreCorruptError,
   type StoredClaim,
@@ -20,17 +22,31 @@ import {
   type Version,
 } from "@ipamkit/core";
 import { noop } from "cockatiel";
-import { type DeleteBuilder, Etcd3, type IOptions, type PutBuilder } from "etcd3";
+import { type DeleteBuilder, Etcd3, type IKeyValue, type IOptions, type PutBuilder } from "etcd3";
 import { mapEtcdError, STORE_NAME } from "./errors.js";
 import { layout } from "./layout.js";
 import { type EtcdStoreOptions, normalizeEndpoint, resolveTls } from "./options.js";
+import { readPoolKeys, type StoredEntries } from "./pool-keys.js";
 
 export const DEFAULT_PREFIX = "/ipamkit/";
 
+type Compare = { key: string; column: "Create" | "Mod" | "Value"; value: string | number };
+
+interface CachedPool {
+  pool: Pool;
+  version: Version;
+  /** The store revision the cached pool reflects. */
+  revision: bigint;
+  tombstones: Set<bigint>;
+}
+
 /**
- * The etcd store. Every write is one etcd transaction guarded by the key's mod revision (or
- * create revision 0 for create-if-absent); no lock, no lease. It offers the atomic `commit`, so
- * core writes an overlapping-range claim in the same transaction as its pool.
+ * The etcd store. Every write is one etcd transaction guarded by mod revisions (or create
+ * revision 0 for create-if-absent); no lock, no lease. A pool is a small `meta` key plus one key
+ * per reservation and per attachment key (see layout.ts). It offers the atomic `commit` with
+ * entry-level steps: an allocation claims its address and key with create-if-absent, in the same
+ * transaction as its overlapping-range claim, so concurrent allocators in one pool conflict only
+ * when they pick the same address. Whole-pool writes stay strict compare-and-swap on `meta`.
  */
 export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
   const tls = resolveTls(options.tls);
@@ -38,6 +54,14 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
   const requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
   const keys = layout(options.prefix ?? DEFAULT_PREFIX);
   const owned = options.client === undefined;
+  const credentials: IOptions["credentials"] | undefined =
+    tls === undefined
+      ? undefined
+      : {
+          rootCertificate: tls.ca ?? Buffer.alloc(0),
+          ...(tls.key ? { privateKey: tls.key } : {}),
+          ...(tls.cert ? { certChain: tls.cert } : {}),
+        };
   const client =
     options.client ??
     new Etcd3({
@@ -46,17 +70,13 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
       defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + requestTimeoutMs }),
       // core's withConflictRetry is the only retry loop: no hidden retries or circuit breakers here.
       faultHandling: { host: () => noop, global: noop },
-      ...(tls === undefined
-        ? {}
-        : {
-            credentials: {
-              rootCertificate: tls.ca ?? Buffer.alloc(0),
-              ...(tls.key ? { privateKey: tls.key } : {}),
-              ...(tls.cert ? { certChain: tls.cert } : {}),
-            } as IOptions["credentials"],
-          }),
+      ...(credentials === undefined ? {} : { credentials }),
       ...(options.username === undefined ? {} : { auth: { username: options.username, password: options.password ?? "" } }),
     });
+  /** Mod revisions of reservations read from etcd, so an "unreserve" can compare exactly what it saw. */
+  const seen = new WeakMap<Reservation, string>();
+  /** Pools read by this instance, refreshed with only the keys changed since (see refresh). */
+  const cache = new Map<string, CachedPool>();
 
   /** Runs one etcd call under the request deadline, mapping every failure in one place. */
   async function call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
@@ -81,39 +101,178 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     }
   }
 
-  async function readJson(key: string, operation: string): Promise<{ value: unknown; version: Version } | undefined> {
-    const response = await call(operation, () => client.get(key).exec());
-    const kv = response.kvs[0];
-    if (kv === undefined) return undefined;
-    let value: unknown;
-    try {
-      value = JSON.parse(kv.value.toString("utf8"));
-    } catch {
-      throw new StoreCorruptError(key, "not valid JSON", { component: STORE_NAME });
-    }
-    return { value, version: kv.mod_revision };
+  async function readEntries(ref: PoolRef): Promise<StoredEntries | undefined> {
+    const response = await call(`read ${poolId(ref)}`, () => client.getAll().prefix(keys.pool(ref)).exec());
+    return readPoolKeys(ref, keys, response.kvs);
   }
 
-  /** Builds one transaction from the steps; all compares must hold. Returns the new revision. */
-  async function transact(steps: readonly StoreWrite[], operation: string): Promise<string[]> {
-    const keyOf = (w: StoreWrite) => (w.kind === "pool" || w.kind === "check-pool" ? keys.pool(w.ref) : keys.claim(w.ref));
-    const compares = steps.map((w) => ({ key: keyOf(w), expected: w.expected }));
-    const [first, ...rest] = compares;
-    if (first === undefined) return [];
-    // Create-if-absent: create revision 0; otherwise the mod revision read.
-    const column = (c: { expected: Version | undefined }) => (c.expected === undefined ? "Create" : "Mod");
-    const value = (c: { expected: Version | undefined }) => c.expected ?? 0;
-    const txn = client.if(first.key, column(first), "==", value(first));
-    for (const c of rest) txn.and(c.key, column(c), "==", value(c));
-    const ops: (PutBuilder | DeleteBuilder)[] = [];
-    for (const w of steps) {
-      if (w.kind === "pool") ops.push(client.put(keys.pool(w.ref)).value(JSON.stringify(poolToRecord(w.ref, w.pool))));
-      else if (w.kind === "claim") ops.push(client.put(keys.claim(w.ref)).value(JSON.stringify(claimToRecord(w.claim))));
-      else if (w.kind === "delete-claim") ops.push(client.delete().key(keys.claim(w.ref)));
+  function toPool(ref: PoolRef, entries: StoredEntries): Pool {
+    const pool = poolFromRecord(ref, entries.record, keys.pool(ref), STORE_NAME);
+    for (const r of pool) {
+      const revision = entries.revisions.get(r.offset);
+      if (revision !== undefined) seen.set(r, revision);
     }
+    return pool;
+  }
+
+  /** A full read of the pool's keys (validating the index too); fills the cache. */
+  async function readFull(ref: PoolRef): Promise<StoredPool | undefined> {
+    const response = await call(`read ${poolId(ref)}`, () => client.getAll().prefix(keys.pool(ref)).exec());
+    const entries = readPoolKeys(ref, keys, response.kvs);
+    if (entries === undefined) {
+      cache.delete(poolId(ref));
+      return undefined;
+    }
+    const pool = toPool(ref, entries);
+    cache.set(poolId(ref), { pool, version: entries.version, revision: BigInt(response.header.revision), tombstones: entries.tombstones });
+    return { pool, version: entries.version };
+  }
+
+  /**
+   * Brings a cached pool up to date with one small read: only the pool's keys modified since the
+   * cached revision. Releases write an empty value (a tombstone) rather than deleting, so they show
+   * up here too. Anything unexpected falls back to a full read.
+   */
+  async function refresh(ref: PoolRef, cached: CachedPool): Promise<StoredPool | undefined> {
+    const since = (cached.revision + 1n).toString();
+    const response = await call(`read ${poolId(ref)}`, () => client.getAll().prefix(keys.pool(ref)).minModRevision(since).exec());
+    const current = cache.get(poolId(ref));
+    const revision = BigInt(response.header.revision);
+    if (current !== undefined && current.revision >= revision) return { pool: current.pool, version: current.version };
+    try {
+      const next = applyChanges(ref, cached, response.kvs, revision);
+      cache.set(poolId(ref), next);
+      return { pool: next.pool, version: next.version };
+    } catch {
+      return readFull(ref);
+    }
+  }
+
+  function applyChanges(ref: PoolRef, cached: CachedPool, kvs: readonly IKeyValue[], revision: bigint): CachedPool {
+    const prefix = keys.pool(ref);
+    let pool = cached.pool;
+    let version = cached.version;
+    const tombstones = new Set(cached.tombstones);
+    for (const kv of kvs) {
+      const rest = kv.key.toString("utf8").slice(prefix.length);
+      if (rest === "meta") version = kv.mod_revision;
+      else if (rest === "cursor") {
+        const text = kv.value.toString("utf8");
+        pool = pool.withCursor(text === "" ? undefined : BigInt(text));
+      } else if (rest.startsWith("ip/")) {
+        const offset = BigInt(rest.slice(3));
+        const old = pool.atOffset(offset);
+        if (old !== undefined) pool = pool.without(old.key);
+        if (kv.value.length === 0) {
+          tombstones.add(offset);
+          continue;
+        }
+        tombstones.delete(offset);
+        const record = { cidr: ref.cidr, network: ref.network, lastOffset: null, reservations: [JSON.parse(kv.value.toString("utf8"))] };
+        const [r] = poolFromRecord(ref, record, kv.key.toString("utf8"), STORE_NAME).reservations();
+        if (r === undefined) throw new Error("unreadable reservation");
+        seen.set(r, kv.mod_revision);
+        pool = pool.with(r, { moveCursor: false });
+      }
+    }
+    return { pool, version, revision, tombstones };
+  }
+
+  const metaValue = (ref: PoolRef) => JSON.stringify({ cidr: ref.cidr, network: ref.network });
+  const ipValue = (r: Reservation) => JSON.stringify(reservationToRecord(r));
+
+  /** Compares and operations of one step ("pool" steps need the current entries, read before). */
+  async function plan(w: StoreWrite, compares: Compare[], ops: (PutBuilder | DeleteBuilder)[]): Promise<void> {
+    const versionCompare = (key: string, expected: Version | undefined): Compare =>
+      expected === undefined ? { key, column: "Create", value: 0 } : { key, column: "Mod", value: expected };
+    switch (w.kind) {
+      case "claim":
+        compares.push(versionCompare(keys.claim(w.ref), w.expected));
+        ops.push(client.put(keys.claim(w.ref)).value(JSON.stringify(claimToRecord(w.claim))));
+        return;
+      case "delete-claim":
+        compares.push(versionCompare(keys.claim(w.ref), w.expected));
+        ops.push(client.delete().key(keys.claim(w.ref)));
+        return;
+      case "check-pool":
+        compares.push(versionCompare(keys.meta(w.ref), w.expected));
+        return;
+      case "reserve": {
+        const r = w.reservation;
+        const released = cache.get(poolId(w.ref))?.tombstones.has(r.offset) === true;
+        compares.push(
+          released
+            ? { key: keys.ip(w.ref, r.offset), column: "Value", value: "" }
+            : { key: keys.ip(w.ref, r.offset), column: "Create", value: 0 },
+          { key: keys.key(w.ref, formatKey(r.key)), column: "Create", value: 0 },
+        );
+        ops.push(
+          client.put(keys.ip(w.ref, r.offset)).value(ipValue(r)),
+          client.put(keys.key(w.ref, formatKey(r.key))).value(r.offset.toString()),
+        );
+        ops.push(client.put(keys.meta(w.ref)).value(metaValue(w.ref)));
+        if (w.lastOffset !== undefined) ops.push(client.put(keys.cursor(w.ref)).value(w.lastOffset.toString()));
+        return;
+      }
+      case "unreserve": {
+        const r = w.reservation;
+        const revision = seen.get(r);
+        compares.push(
+          revision === undefined
+            ? { key: keys.ip(w.ref, r.offset), column: "Value", value: ipValue(r) }
+            : { key: keys.ip(w.ref, r.offset), column: "Mod", value: revision },
+        );
+        ops.push(client.put(keys.ip(w.ref, r.offset)).value(""), client.delete().key(keys.key(w.ref, formatKey(r.key))));
+        ops.push(client.put(keys.meta(w.ref)).value(metaValue(w.ref)));
+        return;
+      }
+      case "pool": {
+        // Strict: the whole pool must be as read (meta revision); then write only the difference.
+        const current = await readEntries(w.ref);
+        if ((current?.version ?? undefined) !== w.expected) throw new StoreConflictError(poolId(w.ref), { component: STORE_NAME });
+        compares.push(versionCompare(keys.meta(w.ref), w.expected));
+        const before =
+          current === undefined
+            ? new Map<bigint, Reservation>()
+            : new Map(
+                toPool(w.ref, current)
+                  .reservations()
+                  .map((r) => [r.offset, r]),
+              );
+        for (const r of w.pool) {
+          const old = before.get(r.offset);
+          before.delete(r.offset);
+          if (old !== undefined && ipValue(old) === ipValue(r)) continue;
+          if (old !== undefined && formatKey(old.key) !== formatKey(r.key))
+            ops.push(client.delete().key(keys.key(w.ref, formatKey(old.key))));
+          ops.push(
+            client.put(keys.ip(w.ref, r.offset)).value(ipValue(r)),
+            client.put(keys.key(w.ref, formatKey(r.key))).value(r.offset.toString()),
+          );
+        }
+        for (const old of before.values())
+          ops.push(client.put(keys.ip(w.ref, old.offset)).value(""), client.delete().key(keys.key(w.ref, formatKey(old.key))));
+        ops.push(client.put(keys.meta(w.ref)).value(metaValue(w.ref)));
+        ops.push(client.put(keys.cursor(w.ref)).value(w.pool.lastOffset === undefined ? "" : w.pool.lastOffset.toString()));
+        return;
+      }
+    }
+  }
+
+  /** One transaction for all steps; every compare must hold. Returns each step's new version. */
+  async function transact(steps: readonly StoreWrite[], operation: string): Promise<Version[]> {
+    const compares: Compare[] = [];
+    const ops: (PutBuilder | DeleteBuilder)[] = [];
+    for (const w of steps) await plan(w, compares, ops);
+    const [first, ...rest] = compares;
+    const txn =
+      first === undefined
+        ? client.if(keys.pool({ network: "", cidr: "" }), "Create", "==", 0)
+        : client.if(first.key, first.column, "==", first.value);
+    for (const c of rest) txn.and(c.key, c.column, "==", c.value);
     const result = await call(operation, () => txn.then(...ops).commit());
     if (!result.succeeded) {
-      const object = steps.map((w) => (w.kind.endsWith("pool") ? poolId(w.ref as PoolRef) : claimId(w.ref as ClaimRef))).join(" + ");
+      const object = steps.map((w) => (w.kind.endsWith("claim") ? claimId(w.ref as ClaimRef) : poolId(w.ref as PoolRef))).join(" + ");
       throw new StoreConflictError(object, { component: STORE_NAME });
     }
     const revision = result.header.revision;
@@ -122,11 +281,10 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
 
   const store = {
     name: STORE_NAME,
-    capabilities: { crossProcess: true, distributed: true },
+    capabilities: { crossProcess: true, distributed: true, entryWrites: true },
     async readPool(ref: PoolRef): Promise<StoredPool | undefined> {
-      const key = keys.pool(ref);
-      const read = await readJson(key, `read ${poolId(ref)}`);
-      return read === undefined ? undefined : { pool: poolFromRecord(ref, read.value, key, STORE_NAME), version: read.version };
+      const cached = cache.get(poolId(ref));
+      return cached === undefined ? readFull(ref) : refresh(ref, cached);
     },
     async writePool(ref: PoolRef, pool: Pool, expected: Version | undefined): Promise<Version> {
       const [version] = await transact([{ kind: "pool", ref, pool, expected }], `write ${poolId(ref)}`);
@@ -138,8 +296,16 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     },
     async readClaim(ref: ClaimRef): Promise<StoredClaim | undefined> {
       const key = keys.claim(ref);
-      const read = await readJson(key, `read claim ${claimId(ref)}`);
-      return read === undefined ? undefined : { claim: claimFromRecord(read.value, key, STORE_NAME), version: read.version };
+      const response = await call(`read claim ${claimId(ref)}`, () => client.get(key).exec());
+      const kv = response.kvs[0];
+      if (kv === undefined) return undefined;
+      let value: unknown;
+      try {
+        value = JSON.parse(kv.value.toString("utf8"));
+      } catch {
+        throw new StoreCorruptError(key, "not valid JSON", { component: STORE_NAME });
+      }
+      return { claim: claimFromRecord(value, key, STORE_NAME), version: kv.mod_revision };
     },
     async writeClaim(ref: ClaimRef, claim: Claim, expected: Version | undefined): Promise<Version> {
       const [version] = await transact([{ kind: "claim", ref, claim, expected }], `write claim ${claimId(ref)}`);

@@ -11,19 +11,18 @@ const prefixes = new WeakMap<object, string>();
 describeStoreConformance({
   name: "storage-etcd",
   atomicCommit: true,
+  entryWrites: true,
   create: () => {
     const prefix = `/conformance/${process.pid}-${n++}/`;
     const store = createEtcdStore({ endpoints: [endpoint], prefix });
     prefixes.set(store, prefix);
     return store;
   },
-  // Writes two reservations at one offset straight into the pool's key.
+  // Writes an inconsistent index entry straight into the pool's keys.
   corruptPool: async (store, ref) => {
     const client = new Etcd3({ hosts: endpoint });
-    const row = (id: string) => ({ offset: "5", containerId: id, ifName: "eth0" });
-    await client
-      .put(layout(prefixes.get(store) as string).pool(ref))
-      .value(JSON.stringify({ cidr: ref.cidr, network: ref.network, lastOffset: null, reservations: [row("a"), row("b")] }));
+    // an index entry that points at an address holding no reservation of that key
+    await client.put(layout(prefixes.get(store) as string).key(ref, "ghost/eth0")).value("7");
     client.close();
   },
 });
