@@ -1,5 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { get as httpGet } from "node:http";
+import { get as httpsGet } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,6 +25,8 @@ export interface EtcdInstance {
 export interface StartEtcdOptions {
   /** Extra etcd flags. */
   args?: string[];
+  /** Serve clients over TLS and require client certificates signed by `ca` (PEM file paths). */
+  tls?: { ca: string; cert: string; key: string; clientCert: string; clientKey: string };
   /** How long to wait for health. Default 15 s. */
   timeoutMs?: number;
 }
@@ -54,14 +58,27 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function healthy(endpoint: string, deadline: number): Promise<void> {
+function getHealth(endpoint: string, tls: StartEtcdOptions["tls"]): Promise<boolean> {
+  return new Promise((resolve) => {
+    const url = `${endpoint}/health`;
+    const done = (res: import("node:http").IncomingMessage) => {
+      let body = "";
+      res.on("data", (d) => {
+        body += String(d);
+      });
+      res.on("end", () => resolve(res.statusCode === 200 && body.includes('"health":"true"')));
+    };
+    const req =
+      tls === undefined
+        ? httpGet(url, done)
+        : httpsGet(url, { ca: readFileSync(tls.ca), cert: readFileSync(tls.clientCert), key: readFileSync(tls.clientKey) }, done);
+    req.on("error", () => resolve(false));
+  });
+}
+
+async function healthy(endpoint: string, deadline: number, tls: StartEtcdOptions["tls"]): Promise<void> {
   while (Date.now() < deadline) {
-    try {
-      const response = await fetch(`${endpoint}/health`);
-      if (response.ok && ((await response.json()) as { health?: string }).health === "true") return;
-    } catch {
-      // not up yet
-    }
+    if (await getHealth(endpoint, tls)) return;
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`etcd at ${endpoint} did not become healthy in time`);
@@ -72,7 +89,8 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdIns
   const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
   const dataDir = mkdtempSync(join(base, "ipamkit-etcd-"));
   const [client, peer] = [await freePort(), await freePort()];
-  const endpoint = `http://127.0.0.1:${client}`;
+  const tls = options.tls;
+  const endpoint = `${tls === undefined ? "http" : "https"}://127.0.0.1:${client}`;
   const args = [
     "--name=t",
     `--data-dir=${dataDir}`,
@@ -84,6 +102,7 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdIns
     "--initial-cluster-state=new",
     "--logger=zap",
     "--log-level=error",
+    ...(tls === undefined ? [] : [`--cert-file=${tls.cert}`, `--key-file=${tls.key}`, `--trusted-ca-file=${tls.ca}`, "--client-cert-auth"]),
     ...(options.args ?? []),
   ];
   let child: ChildProcess | undefined;
@@ -94,7 +113,7 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdIns
       stderr = (stderr + String(d)).slice(-4000);
     });
     const exited = new Promise<never>((_, reject) => child?.once("exit", (code) => reject(new Error(`etcd exited (${code}): ${stderr}`))));
-    await Promise.race([healthy(endpoint, Date.now() + (options.timeoutMs ?? 15_000)), exited]);
+    await Promise.race([healthy(endpoint, Date.now() + (options.timeoutMs ?? 15_000), tls), exited]);
     exited.catch(() => undefined);
   };
   const kill = async () => {
@@ -116,4 +135,21 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdIns
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Writes a throw-away CA, a server certificate for 127.0.0.1 and a client certificate into `dir` (openssl). */
+export function makeTestCertificates(dir: string): NonNullable<StartEtcdOptions["tls"]> {
+  const sh = (cmd: string) => execFileSync("sh", ["-c", cmd], { cwd: dir, stdio: "pipe" });
+  sh("openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=ipamkit-test-ca");
+  for (const [name, ext] of [
+    ["server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth"],
+    ["client", "extendedKeyUsage=clientAuth"],
+  ] as const) {
+    sh(`openssl req -newkey rsa:2048 -nodes -keyout ${name}.key -out ${name}.csr -subj /CN=${name}`);
+    sh(
+      `printf '${ext}\n' > ${name}.ext && openssl x509 -req -in ${name}.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out ${name}.pem -days 1 -extfile ${name}.ext`,
+    );
+  }
+  const at = (f: string) => join(dir, f);
+  return { ca: at("ca.pem"), cert: at("server.pem"), key: at("server.key"), clientCert: at("client.pem"), clientKey: at("client.key") };
 }

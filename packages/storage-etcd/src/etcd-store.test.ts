@@ -1,7 +1,10 @@
 import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { inspect } from "node:util";
-import { attachmentKey, createIpam, parseRange, StoreAccessDeniedError, StoreUnavailableError } from "@ipamkit/core";
-import { startEtcd } from "@ipamkit/etcd-launcher";
+import { attachmentKey, createIpam, parseIp, parseRange, StoreAccessDeniedError, StoreUnavailableError } from "@ipamkit/core";
+import { makeTestCertificates, startEtcd } from "@ipamkit/etcd-launcher";
 import { Etcd3 } from "etcd3";
 import { describe, expect, inject, it } from "vitest";
 import { createEtcdStore, etcdOptionsFromWhereabouts, layout } from "./index.js";
@@ -83,6 +86,28 @@ describe("on a real etcd", () => {
     expect((error as StoreUnavailableError).retryable).toBe(true);
     expect(Date.now() - started).toBeLessThan(3_000);
     await store.close();
+  });
+
+  it("over mutual TLS: works with the client certificate; without one it is a retryable unavailable error", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ipamkit-etcd-tls-"));
+    const tls = makeTestCertificates(dir);
+    const etcd = await startEtcd({ tls });
+    try {
+      const range = parseRange({ range: "10.11.0.0/24" });
+      const store = createEtcdStore({
+        endpoints: [etcd.endpoint.replace("https://", "")],
+        tls: { caFile: tls.ca, certFile: tls.clientCert, keyFile: tls.clientKey },
+      });
+      const [a] = await createIpam({ store }).allocate({ ranges: [range], key: key("a") });
+      expect(a?.address).toEqual(parseIp("10.11.0.1"));
+      await store.close();
+      const noCert = createEtcdStore({ endpoints: [etcd.endpoint], tls: { caFile: tls.ca }, dialTimeoutMs: 500, requestTimeoutMs: 1_000 });
+      await expect(noCert.readPool({ network: "", cidr: range.cidr.text })).rejects.toBeInstanceOf(StoreUnavailableError);
+      await noCert.close();
+    } finally {
+      await etcd.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("with password auth: works with the right password; a wrong one is a typed error that never shows the password", async () => {
