@@ -31,11 +31,12 @@ function ensurePnpm() {
   must("npm", ["install", "--global", `pnpm@${PNPM}`]);
 }
 
-/** Debian packages the tests start for real: etcd (etcd-server, etcd-client). */
+/** Debian packages the tests use for real: etcd (etcd-server, etcd-client), openssl for throw-away TLS certificates. */
 function ensureDebianPackages() {
   const missing = [
     ["etcd", "etcd-server"],
     ["etcdctl", "etcd-client"],
+    ["openssl", "openssl"],
   ].filter(([bin]) => spawnSync("sh", ["-c", `command -v ${bin}`]).status !== 0);
   if (missing.length === 0) return;
   const packages = missing.map(([, pkg]) => pkg);
