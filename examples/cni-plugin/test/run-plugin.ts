@@ -1,0 +1,48 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+
+export const PLUGIN = join(import.meta.dirname, "..", "dist", "ipamkit");
+
+export interface PluginRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  json: Record<string, unknown> | undefined;
+}
+
+/** Runs the built plugin as a runtime would: CNI_* environment, config on stdin. */
+export function runPlugin(env: Record<string, string>, stdin: string | object, binary = PLUGIN): Promise<PluginRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(binary, [], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env }, stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += String(d);
+    });
+    child.stderr.on("data", (d) => {
+      stderr += String(d);
+    });
+    child.on("error", reject);
+    child.on("close", (code) => {
+      let json: Record<string, unknown> | undefined;
+      try {
+        json = stdout.trim() === "" ? undefined : (JSON.parse(stdout) as Record<string, unknown>);
+      } catch {
+        json = undefined;
+      }
+      resolve({ code, stdout, stderr, json });
+    });
+    child.stdin.end(typeof stdin === "string" ? stdin : JSON.stringify(stdin));
+  });
+}
+
+export function cniEnv(command: string, containerId = "c1", ifName = "net1", extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: containerId,
+    CNI_IFNAME: ifName,
+    CNI_NETNS: "/var/run/netns/test",
+    CNI_PATH: "/usr/lib/cni",
+    ...extra,
+  };
+}

@@ -1,0 +1,149 @@
+import {
+  type AttachmentKey,
+  attachmentKey,
+  createIpam,
+  findFree,
+  formatIp,
+  formatKey,
+  type IpamStore,
+  ipAt,
+  type Range,
+} from "@ipamkit/core";
+import { CNI_CODES, CniError } from "./errors.js";
+import { buildResult, parsePrevResult } from "./result.js";
+import type { CniArgs, IpamConfig } from "./types.js";
+
+export interface CommandContext {
+  config: IpamConfig;
+  ranges: Range[];
+  store: IpamStore;
+  /** Present for ADD, DEL, CHECK. */
+  key?: AttachmentKey;
+  args: CniArgs;
+  stderr: (line: string) => void;
+}
+
+/**
+ * A CNI call may take far longer than a library call: kubelet waits about 4 minutes for a sandbox
+ * (Whereabouts allows 2 for ADD). Under contention (hundreds of ADDs on one pool at once) the
+ * retry helper keeps going for up to 100 s before answering "try again later" (code 11).
+ */
+export const CNI_RETRY = { attempts: 100_000, deadlineMs: 100_000, baseDelayMs: 2, maxDelayMs: 200 } as const;
+
+const ipamFor = (ctx: CommandContext) =>
+  createIpam({ store: ctx.store, overlappingRanges: ctx.config.overlappingRanges, policy: ctx.config.policy, retry: { ...CNI_RETRY } });
+
+function needKey(ctx: CommandContext): AttachmentKey {
+  if (ctx.key === undefined) throw new CniError(CNI_CODES.INVALID_ENV, "CNI_CONTAINERID and CNI_IFNAME are required");
+  return ctx.key;
+}
+
+/** ADD: one address per range, all-or-nothing, idempotent per (containerID, ifName). */
+export async function add(ctx: CommandContext): Promise<object> {
+  const { config, args } = ctx;
+  // Requested addresses: runtimeConfig.ips / args.cni.ips win over the legacy CNI_ARGS IP=.
+  const addresses = config.requestedIps.length > 0 ? config.requestedIps : args.ips;
+  const podRef = args.podNamespace !== undefined && args.podName !== undefined ? `${args.podNamespace}/${args.podName}` : undefined;
+  const assigned = await ipamFor(ctx).allocate({
+    network: config.networkName,
+    ranges: ctx.ranges,
+    key: needKey(ctx),
+    addresses,
+    ...(podRef === undefined ? {} : { podRef }),
+    ...(args.podUid === undefined ? {} : { podUid: args.podUid }),
+  });
+  return buildResult({
+    cniVersion: config.cniVersion,
+    ips: assigned.map((a) => ({
+      address: a.address,
+      prefix: a.range.cidr.prefix,
+      ...(a.range.gateway === undefined ? {} : { gateway: a.range.gateway }),
+    })),
+    routes: config.routes,
+    dns: config.dns,
+  });
+}
+
+/** DEL: releases by exact key in every range (ranges holding nothing are fine); store failures are reported. */
+export async function del(ctx: CommandContext): Promise<void> {
+  await ipamFor(ctx).release({ network: ctx.config.networkName, ranges: ctx.ranges, key: needKey(ctx) });
+}
+
+/** CHECK: every range must hold a reservation for this key, and they must be exactly prevResult's addresses. */
+export async function check(ctx: CommandContext): Promise<void> {
+  const key = needKey(ctx);
+  const found = await ipamFor(ctx).lookup({ network: ctx.config.networkName, ranges: ctx.ranges, key });
+  const missing = ctx.ranges.filter((_, i) => found[i] === undefined).map((r) => r.cidr.text);
+  if (missing.length > 0) throw new CniError(CNI_CODES.CHECK_FAILED, `no reservation for ${formatKey(key)} in ${missing.join(", ")}`);
+  if (ctx.config.prevResult === undefined) throw new CniError(CNI_CODES.INVALID_CONFIG, "CHECK needs prevResult");
+  let previous: { address: string }[];
+  try {
+    previous = parsePrevResult(ctx.config.prevResult);
+  } catch (error) {
+    throw new CniError(CNI_CODES.DECODE_FAILURE, `prevResult: ${(error as Error).message}`);
+  }
+  const held = found
+    .map((a, i) => `${formatIp(a?.address ?? ipAt((ctx.ranges[i] as Range).cidr, 0n))}/${(ctx.ranges[i] as Range).cidr.prefix}`)
+    .sort();
+  const prev = previous.map((p) => p.address).sort();
+  if (held.join(",") !== prev.join(",")) {
+    throw new CniError(
+      CNI_CODES.CHECK_FAILED,
+      `prevResult has ${prev.join(", ") || "no addresses"}, but ${formatKey(key)} holds ${held.join(", ")}`,
+    );
+  }
+}
+
+/**
+ * GC: releases every reservation in this network's ranges whose attachment is not in
+ * cni.dev/valid-attachments (an empty list means none is valid). Only on a node-local store: a
+ * shared store holds other nodes' attachments, which this runtime cannot vouch for — there the
+ * reconciler does the job, and GC says so on stderr.
+ */
+export async function gc(ctx: CommandContext): Promise<void> {
+  if (ctx.store.capabilities.distributed) {
+    ctx.stderr(`GC: not releasing anything on the shared ${ctx.store.name}: it holds other nodes' attachments; the reconciler cleans it`);
+    return;
+  }
+  const valid = new Set(
+    (ctx.config.validAttachments ?? []).map((a) =>
+      formatKey(attachmentKey({ containerId: a.containerID, ifName: a.ifname }, { allowLegacy: true })),
+    ),
+  );
+  const ipam = ipamFor(ctx);
+  const failures: string[] = [];
+  for (const range of ctx.ranges) {
+    const ref = { network: ctx.config.networkName, cidr: range.cidr.text };
+    try {
+      const stored = await ctx.store.readPool(ref);
+      for (const r of stored?.pool ?? []) {
+        if (valid.has(formatKey(r.key))) continue;
+        try {
+          await ipam.releaseIf(ref, r);
+        } catch (error) {
+          failures.push(`${formatIp(ipAt(range.cidr, r.offset))}: ${(error as Error).message}`);
+        }
+      }
+    } catch (error) {
+      failures.push(`${range.cidr.text}: ${(error as Error).message}`);
+    }
+  }
+  // Continue past errors, then report them (CNI GC semantics).
+  if (failures.length > 0) throw new CniError(CNI_CODES.TRY_AGAIN_LATER, `GC could not release everything: ${failures.join("; ")}`);
+}
+
+/** STATUS: code 50 when the store is unreachable or every range is exhausted. */
+export async function status(ctx: CommandContext): Promise<void> {
+  let exhausted = 0;
+  for (const range of ctx.ranges) {
+    let stored: Awaited<ReturnType<IpamStore["readPool"]>>;
+    try {
+      stored = await ctx.store.readPool({ network: ctx.config.networkName, cidr: range.cidr.text });
+    } catch (error) {
+      throw new CniError(CNI_CODES.NOT_AVAILABLE, `store unavailable: ${(error as Error).message}`);
+    }
+    if (stored !== undefined && findFree(stored.pool, range, range.first, range.last) === undefined) exhausted += 1;
+  }
+  if (exhausted === ctx.ranges.length)
+    throw new CniError(CNI_CODES.NOT_AVAILABLE, `every range is exhausted: ${ctx.ranges.map((r) => r.cidr.text).join(", ")}`);
+}

@@ -1,0 +1,99 @@
+import { attachmentKey, type IpamStore, parseRange } from "@ipamkit/core";
+import { add, type CommandContext, check, del, gc, status } from "./commands.js";
+import { loadIpamConfig } from "./config.js";
+import { checkEnv, parseCniArgs, readEnv } from "./env.js";
+import { CNI_CODES, CniError, errorJson, toCniError } from "./errors.js";
+import { type ConfigFs, type IpamConfig, SUPPORTED_VERSIONS } from "./types.js";
+import { commandAllowed, versionResult } from "./versions.js";
+
+/** Everything the plugin touches, passed in: tests never touch process.env or the real streams. */
+export interface DispatcherOptions {
+  env: Readonly<Record<string, string | undefined>>;
+  /** Reads all of stdin. */
+  stdin: () => Promise<string>;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  /** File access for the flat config file. */
+  fs: ConfigFs;
+  /** Opens the store the config selects (the edge loads only that one backend). */
+  openStore: (config: IpamConfig) => Promise<IpamStore>;
+}
+
+const ABOUT = "ipamkit CNI IPAM plugin";
+
+/** Runs one CNI invocation; returns the exit code. Errors are CNI error JSON on stdout, exit 1. */
+export async function dispatch(options: DispatcherOptions): Promise<number> {
+  let cniVersion: string = SUPPORTED_VERSIONS[SUPPORTED_VERSIONS.length - 1] as string;
+  try {
+    const env = readEnv(options.env);
+    if (env.command === undefined) {
+      options.stderr(`${ABOUT}\nCNI protocol versions supported: ${SUPPORTED_VERSIONS.join(", ")}\n`);
+      return 0;
+    }
+    if (env.command === "VERSION") {
+      const input = await options.stdin().catch(() => "");
+      try {
+        const v = (JSON.parse(input) as { cniVersion?: unknown }).cniVersion;
+        if (typeof v === "string" && v !== "") cniVersion = v;
+      } catch {
+        // VERSION ignores an unreadable stdin, like the reference skel
+      }
+      options.stdout(`${JSON.stringify(versionResult(cniVersion))}\n`);
+      return 0;
+    }
+    checkEnv(options.env, env.command);
+    const command = env.command;
+    let stdin: string;
+    try {
+      stdin = await options.stdin();
+    } catch (error) {
+      throw new CniError(CNI_CODES.IO_FAILURE, `reading stdin: ${(error as Error).message}`);
+    }
+    const config = loadIpamConfig(stdin, { fs: options.fs, command });
+    cniVersion = config.cniVersion;
+    if (!commandAllowed(command, config.cniVersion)) {
+      throw new CniError(CNI_CODES.INCOMPATIBLE_VERSION, `${command} is not supported for cniVersion ${config.cniVersion}`);
+    }
+    for (const warning of config.warnings) options.stderr(`ipamkit: warning: ${warning}\n`);
+    const ranges = config.ranges.map((spec) => parseRange(spec));
+    const args = parseCniArgs(options.env.CNI_ARGS);
+    const store = await options.openStore(config);
+    try {
+      const ctx: CommandContext = {
+        config,
+        ranges,
+        store,
+        args,
+        stderr: (line) => options.stderr(`ipamkit: ${line}\n`),
+        ...(env.containerId !== undefined && env.ifName !== undefined
+          ? { key: attachmentKey({ containerId: env.containerId, ifName: env.ifName }) }
+          : {}),
+      };
+      switch (command) {
+        case "ADD":
+          options.stdout(`${JSON.stringify(await add(ctx))}\n`);
+          break;
+        case "DEL":
+          await del(ctx);
+          break;
+        case "CHECK":
+          await check(ctx);
+          break;
+        case "GC":
+          await gc(ctx);
+          break;
+        case "STATUS":
+          await status(ctx);
+          break;
+      }
+    } finally {
+      await store.close().catch(() => undefined);
+    }
+    return 0;
+  } catch (error) {
+    const commandText = options.env.CNI_COMMAND;
+    const cniError = toCniError(error, commandText === "STATUS" ? { command: "STATUS" } : {});
+    options.stdout(errorJson(cniError, cniVersion));
+    return 1;
+  }
+}

@@ -1,0 +1,11 @@
+export type { CommandContext } from "./commands.js";
+export { ConfigError, loadIpamConfig } from "./config.js";
+export type { DispatcherOptions } from "./dispatcher.js";
+export { dispatch } from "./dispatcher.js";
+export { checkEnv, ENV_TABLE, parseCniArgs, readEnv } from "./env.js";
+export { CNI_CODES, CniError, errorJson, toCniError } from "./errors.js";
+export type { AssignedIp } from "./result.js";
+export { buildResult, parsePrevResult } from "./result.js";
+export type { CniArgs, CniCommand, CniVersion, ConfigFs, Datastore, Dns, IpamConfig, Route } from "./types.js";
+export { SUPPORTED_VERSIONS } from "./types.js";
+export { commandAllowed, compareVersions, isSupported, versionResult } from "./versions.js";

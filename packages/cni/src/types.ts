@@ -1,0 +1,87 @@
+import type { RangeSpec } from "@ipamkit/core";
+
+/** The CNI commands. */
+export type CniCommand = "ADD" | "DEL" | "CHECK" | "VERSION" | "GC" | "STATUS";
+
+/** Versions this plugin speaks, oldest first. */
+export const SUPPORTED_VERSIONS = ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;
+export type CniVersion = (typeof SUPPORTED_VERSIONS)[number];
+
+/** Which store a config selects. */
+export type Datastore = "file" | "etcd" | "kubernetes";
+
+/** A route as in a CNI result. */
+export interface Route {
+  dst: string;
+  gw?: string;
+  mtu?: number;
+  advmss?: number;
+  priority?: number;
+  table?: number;
+  scope?: number;
+}
+
+export interface Dns {
+  nameservers?: string[];
+  domain?: string;
+  search?: string[];
+  options?: string[];
+}
+
+/**
+ * The validated, merged IPAM configuration (inline config merged with the flat file). Every key
+ * accepted here is honoured by the dispatcher; keys that only mean something to Whereabouts are
+ * reported in `warnings`.
+ */
+export interface IpamConfig {
+  /** `cniVersion` of the network config. */
+  cniVersion: CniVersion;
+  /** Network `name` (CNI). */
+  name: string;
+  /** `ipam.network_name` ("" when unset). */
+  networkName: string;
+  /** One entry per range: `range` (+ `range_start`, `range_end`, `exclude`) first, then `ipRanges`. Gateways resolved per range. */
+  ranges: RangeSpec[];
+  routes: Route[];
+  dns: Dns | undefined;
+  /** `enable_overlapping_ranges` (default true; the inline value wins, as in Whereabouts). */
+  overlappingRanges: boolean;
+  /** "lowest-free" (Whereabouts parity, default) or "round-robin" (`ipam.allocation_policy`). */
+  policy: "lowest-free" | "round-robin";
+  datastore: Datastore;
+  /** File store directory (`ipam.data_dir`), default /var/lib/cni/ipamkit. */
+  dataDir: string;
+  /** etcd settings (`etcd_host`, `etcd_username`, `etcd_password`, `etcd_*_file`). */
+  etcd: { host?: string; username?: string; password?: string; keyFile?: string; certFile?: string; caCertFile?: string };
+  /** Kubernetes settings (`kubernetes.kubeconfig`). */
+  kubernetes: { kubeconfig?: string };
+  /** Addresses requested in the config (`runtimeConfig.ips`, `args.cni.ips`), without prefix. */
+  requestedIps: string[];
+  /** `cni.dev/valid-attachments` for GC. */
+  validAttachments: { containerID: string; ifname: string }[] | undefined;
+  /** `prevResult` for CHECK (raw). */
+  prevResult: unknown;
+  /** The flat file that was merged, if any. */
+  flatFile: string | undefined;
+  /** One line per accepted-but-meaningless key (e.g. `datastore: kubernetes` keys with etcd selected). */
+  warnings: string[];
+}
+
+/** File access the config loader needs (injected so tests use a map). */
+export interface ConfigFs {
+  exists(path: string): boolean;
+  readText(path: string): string;
+}
+
+/** Parsed CNI_ARGS. */
+export interface CniArgs {
+  podNamespace?: string;
+  podName?: string;
+  podUid?: string;
+  infraContainerId?: string;
+  /** `IP=` addresses (comma list), without prefix. */
+  ips: string[];
+  ignoreUnknown: boolean;
+  /** Keys present but not understood. */
+  unknown: string[];
+}
