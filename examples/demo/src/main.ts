@@ -1,18 +1,15 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { createFileStore } from "@ipamkit/storage-file";
-import { runDemo } from "./demo.js";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { formatTable, runCniDemo } from "./cni-demo.js";
 
-// Runs on the embedded file store in a fresh directory (or IPAMKIT_DEMO_DIR) and prints each step.
-const dir = process.env.IPAMKIT_DEMO_DIR ?? mkdtempSync(join(tmpdir(), "ipamkit-demo-"));
-const store = createFileStore({ dir });
+// The Quick-start demo: the built CNI binary on the embedded file store, in a temporary directory.
+const plugin = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "cni-plugin", "dist", "ipamkit");
+const dir = mkdtempSync(join(tmpdir(), "ipamkit-demo-"));
 try {
-  const steps = await runDemo(store);
-  const width = Math.max(...steps.map((s) => s.step.length));
-  console.log(`ipamkit demo — file store at ${dir}\n`);
-  for (const s of steps) console.log(`${s.step.padEnd(width)}  →  ${s.result}`);
+  console.log(`ipamkit CNI plugin demo — ${plugin}\nfile store in ${join(dir, "store")}, ranges 10.10.0.0/24 (gateway .1, .2 excluded) and fd00:10::/64\n`);
+  console.log(formatTable(runCniDemo(plugin, dir)));
 } finally {
-  await store.close();
-  if (process.env.IPAMKIT_DEMO_DIR === undefined) rmSync(dir, { recursive: true, force: true });
+  rmSync(dir, { recursive: true, force: true });
 }
