@@ -12,6 +12,7 @@ export default defineConfig({
   // Everything is bundled except the etcd client (grpc + .proto files at run time): it is loaded
   // only for datastore "etcd" and must then be resolvable beside the plugin (see README).
   noExternal: [/^(?!etcd3$|cockatiel$)/],
+  external: ["etcd3", "cockatiel"],
   esbuildOptions(options) {
     options.conditions = ["@ipamkit/source", "module", "node"];
   },
