@@ -6,7 +6,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { attachmentKey, parseCidr, Pool } from "@ipamkit/core";
+import { attachmentKey, Pool, parseCidr } from "@ipamkit/core";
 import { createFileStore } from "@ipamkit/storage-file";
 
 const PLUGIN = join(import.meta.dirname, "..", "dist", "ipamkit");
@@ -23,16 +23,37 @@ function time(cmd: string, args: string[], env: Record<string, string>, input: s
   return ms;
 }
 
-const env = (command: string, id: string) => ({ CNI_COMMAND: command, CNI_CONTAINERID: id, CNI_IFNAME: "eth0", CNI_NETNS: "/x", CNI_PATH: "/usr/lib/cni" });
+const env = (command: string, id: string) => ({
+  CNI_COMMAND: command,
+  CNI_CONTAINERID: id,
+  CNI_IFNAME: "eth0",
+  CNI_NETNS: "/x",
+  CNI_PATH: "/usr/lib/cni",
+});
 
 async function ipamkitConf(dir: string, existing: number): Promise<string> {
   writeFileSync(join(dir, "whereabouts.conf"), "{}");
   const store = createFileStore({ dir: join(dir, "store") });
   const cidr = parseCidr("10.0.0.0/16");
-  const reservations = Array.from({ length: existing }, (_, i) => ({ offset: BigInt(i + 2), key: attachmentKey({ containerId: `prefill-${i}`, ifName: "eth0" }), podRef: "ns/p" }));
+  const reservations = Array.from({ length: existing }, (_, i) => ({
+    offset: BigInt(i + 2),
+    key: attachmentKey({ containerId: `prefill-${i}`, ifName: "eth0" }),
+    podRef: "ns/p",
+  }));
   if (existing > 0) await store.writePool({ network: "", cidr: cidr.text }, Pool.fromReservations(cidr, reservations), undefined);
   await store.close();
-  return JSON.stringify({ cniVersion: "1.0.0", name: "bench", type: "macvlan", ipam: { type: "ipamkit", range: "10.0.0.0/16", data_dir: join(dir, "store"), configuration_path: dir, enable_overlapping_ranges: false } });
+  return JSON.stringify({
+    cniVersion: "1.0.0",
+    name: "bench",
+    type: "macvlan",
+    ipam: {
+      type: "ipamkit",
+      range: "10.0.0.0/16",
+      data_dir: join(dir, "store"),
+      configuration_path: dir,
+      enable_overlapping_ranges: false,
+    },
+  });
 }
 
 function hostLocalConf(dir: string, existing: number): string {
@@ -42,7 +63,12 @@ function hostLocalConf(dir: string, existing: number): string {
     const n = i + 2;
     writeFileSync(join(net, `10.0.${n >> 8}.${n & 255}`), `prefill-${i}\r\neth0`);
   }
-  return JSON.stringify({ cniVersion: "1.0.0", name: "bench", type: "host-local", ipam: { type: "host-local", ranges: [[{ subnet: "10.0.0.0/16" }]], dataDir: dir } });
+  return JSON.stringify({
+    cniVersion: "1.0.0",
+    name: "bench",
+    type: "host-local",
+    ipam: { type: "host-local", ranges: [[{ subnet: "10.0.0.0/16" }]], dataDir: dir },
+  });
 }
 
 const rows: string[] = [];
@@ -57,15 +83,26 @@ const rows: string[] = [];
     const n = time(process.execPath, ["-e", "0"], {}, "");
     const a = time(PLUGIN, [], env("ADD", `c${i}`), conf);
     const d = time(PLUGIN, [], env("DEL", `c${i}`), conf);
-    if (i >= 3) node.push(n), add.push(a), del.push(d);
+    if (i < 3) continue; // warm-up
+    node.push(n);
+    add.push(a);
+    del.push(d);
   }
   rmSync(dir, { recursive: true, force: true });
   const [mn, ma, md] = [median(node), median(add), median(del)];
   rows.push("| call | median ms | × `node -e 0` |", "|---|---:|---:|");
-  rows.push(`| \`node -e 0\` | ${mn.toFixed(1)} | 1.00 |`, `| ipamkit ADD (file store, 10 allocations) | ${ma.toFixed(1)} | ${(ma / mn).toFixed(2)} |`, `| ipamkit DEL | ${md.toFixed(1)} | ${(md / mn).toFixed(2)} |`);
+  rows.push(
+    `| \`node -e 0\` | ${mn.toFixed(1)} | 1.00 |`,
+    `| ipamkit ADD (file store, 10 allocations) | ${ma.toFixed(1)} | ${(ma / mn).toFixed(2)} |`,
+    `| ipamkit DEL | ${md.toFixed(1)} | ${(md / mn).toFixed(2)} |`,
+  );
 }
 // 2. ADD+DEL against host-local by existing allocations
-rows.push("", "| existing allocations | host-local ADD+DEL median ms | ipamkit ADD+DEL median ms | ipamkit ÷ host-local |", "|---:|---:|---:|---:|");
+rows.push(
+  "",
+  "| existing allocations | host-local ADD+DEL median ms | ipamkit ADD+DEL median ms | ipamkit ÷ host-local |",
+  "|---:|---:|---:|---:|",
+);
 for (const existing of [10, 1000, 5000]) {
   const hlDir = mkdtempSync(join(base, "ipamkit-cni-bench-hl-"));
   const ikDir = mkdtempSync(join(base, "ipamkit-cni-bench-ik-"));
@@ -79,6 +116,8 @@ for (const existing of [10, 1000, 5000]) {
   }
   rmSync(hlDir, { recursive: true, force: true });
   rmSync(ikDir, { recursive: true, force: true });
-  rows.push(`| ${existing} | ${median(hlTimes).toFixed(1)} | ${median(ikTimes).toFixed(1)} | ${(median(ikTimes) / median(hlTimes)).toFixed(2)} |`);
+  rows.push(
+    `| ${existing} | ${median(hlTimes).toFixed(1)} | ${median(ikTimes).toFixed(1)} | ${(median(ikTimes) / median(hlTimes)).toFixed(2)} |`,
+  );
 }
 console.log(`\n${rows.join("\n")}\n\n${RUNS} runs per row (medians), tmpfs, node ${process.version}, ${new Date().toISOString()}`);

@@ -5,7 +5,17 @@ import { cniEnv, runPlugin } from "../test/run-plugin.js";
 it("the binary on the etcd store: ADD, repeated ADD, DEL against a real etcd (etcd3 resolvable beside it)", async () => {
   const etcd = await startEtcd();
   try {
-    const conf = { cniVersion: "1.0.0", name: "etcd-net", type: "macvlan", ipam: { type: "whereabouts", range: "10.70.0.0/24", etcd_host: etcd.endpoint.replace("http://", ""), configuration_path: "/nonexistent-ipamkit" } };
+    const conf = {
+      cniVersion: "1.0.0",
+      name: "etcd-net",
+      type: "macvlan",
+      ipam: {
+        type: "whereabouts",
+        range: "10.70.0.0/24",
+        etcd_host: etcd.endpoint.replace("http://", ""),
+        configuration_path: "/nonexistent-ipamkit",
+      },
+    };
     const add = await runPlugin(cniEnv("ADD", "e1"), conf);
     expect(add.json).toEqual({ cniVersion: "1.0.0", ips: [{ address: "10.70.0.1/24" }] });
     expect((await runPlugin(cniEnv("ADD", "e1"), conf)).json).toEqual(add.json);

@@ -66,17 +66,37 @@ export function runCniDemo(plugin: string, dir: string): DemoRow[] {
     row("ADD (dual-stack)", `default/${pod}`, r.text);
   }
   row("ADD again (idempotent)", "default/web-0", call({ command: "ADD", containerId: "sandbox-web-0-a", pod: "default/web-0" }).text);
-  row("CHECK against its ADD result", "default/web-0", call({ command: "CHECK", containerId: "sandbox-web-0-a", extra: { prevResult: results.get("web-0") } }).text);
+  row(
+    "CHECK against its ADD result",
+    "default/web-0",
+    call({ command: "CHECK", containerId: "sandbox-web-0-a", extra: { prevResult: results.get("web-0") } }).text,
+  );
   row("DEL", "default/web-2", call({ command: "DEL", containerId: "sandbox-web-2-a" }).text);
   row("DEL again (idempotent)", "default/web-2", call({ command: "DEL", containerId: "sandbox-web-2-a" }).text);
   // The seed scenario: db-0's node dies; the pod is reborn elsewhere under the same name.
-  row("ADD reborn after its node died", "default/db-0", call({ command: "ADD", containerId: "sandbox-db-0-b", pod: "default/db-0", uid: "uid-db-0-b" }).text);
+  row(
+    "ADD reborn after its node died",
+    "default/db-0",
+    call({ command: "ADD", containerId: "sandbox-db-0-b", pod: "default/db-0", uid: "uid-db-0-b" }).text,
+  );
   row("DEL the dead node's sandbox (exact key)", "default/db-0", call({ command: "DEL", containerId: "sandbox-db-0-a" }).text);
-  row("CHECK the reborn pod still holds its IPs", "default/db-0", call({ command: "CHECK", containerId: "sandbox-db-0-b", extra: { prevResult: call({ command: "ADD", containerId: "sandbox-db-0-b", pod: "default/db-0", uid: "uid-db-0-b" }).json } }).text);
+  row(
+    "CHECK the reborn pod still holds its IPs",
+    "default/db-0",
+    call({
+      command: "CHECK",
+      containerId: "sandbox-db-0-b",
+      extra: { prevResult: call({ command: "ADD", containerId: "sandbox-db-0-b", pod: "default/db-0", uid: "uid-db-0-b" }).json },
+    }).text,
+  );
   // GC: web-1's sandbox is gone without a DEL; the runtime lists what is still valid.
   const valid = ["sandbox-web-0-a", "sandbox-db-0-b"].map((containerID) => ({ containerID, ifname: "net1" }));
   row("GC (valid: web-0, db-0)", "-", call({ command: "GC", extra: { "cni.dev/valid-attachments": valid } }).text);
-  row("ADD after GC reuses freed IPs", "default/web-9", call({ command: "ADD", containerId: "sandbox-web-9-a", pod: "default/web-9" }).text);
+  row(
+    "ADD after GC reuses freed IPs",
+    "default/web-9",
+    call({ command: "ADD", containerId: "sandbox-web-9-a", pod: "default/web-9" }).text,
+  );
   row("STATUS", "-", call({ command: "STATUS" }).text);
   return rows;
 }
@@ -85,5 +105,9 @@ export function runCniDemo(plugin: string, dir: string): DemoRow[] {
 export function formatTable(rows: DemoRow[]): string {
   const w = [Math.max(4, ...rows.map((r) => r.step.length)), Math.max(3, ...rows.map((r) => r.pod.length))];
   const line = (a: string, b: string, c: string) => `${a.padEnd(w[0] ?? 0)}  ${b.padEnd(w[1] ?? 0)}  ${c}`;
-  return [line("step", "pod", "result"), line("-".repeat(w[0] ?? 0), "-".repeat(w[1] ?? 0), "------"), ...rows.map((r) => line(r.step, r.pod, r.result))].join("\n");
+  return [
+    line("step", "pod", "result"),
+    line("-".repeat(w[0] ?? 0), "-".repeat(w[1] ?? 0), "------"),
+    ...rows.map((r) => line(r.step, r.pod, r.result)),
+  ].join("\n");
 }
