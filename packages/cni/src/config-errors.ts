@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import type * as z from "zod/mini";
 
 /** CNI error codes a config can fail with: 1 version, 2 unsupported value, 6 undecodable, 7 invalid. */
 export type ConfigErrorCode = 1 | 2 | 6 | 7;
@@ -75,7 +75,7 @@ export function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
  * Turns the first zod issue into a ConfigError (code 7) naming the key path and value.
  * `prefix` is prepended to the issue path (e.g. `["ipam"]` when validating a flat file).
  */
-export function fromZodError(error: z.ZodError, root: unknown, prefix: readonly PropertyKey[], source?: string): ConfigError {
+export function fromZodError(error: z.core.$ZodError, root: unknown, prefix: readonly PropertyKey[], source?: string): ConfigError {
   const issue = error.issues[0];
   if (issue === undefined) return configError(7, formatPath(prefix), root, "invalid configuration", { source });
   if (issue.code === "unrecognized_keys") {

@@ -1,5 +1,11 @@
 import { parseCidr, parseIp } from "@ipamkit/core";
-import { z } from "zod";
+import * as z from "zod/mini";
+import en from "zod/v4/locales/en.js";
+
+// zod/mini: the tree-shakable build of zod (a CNI binary parses its bundle on every call). Its
+// messages come from the English locale, as with classic zod.
+// A CNI call parses one config per process: skip zod's JIT compilation of object parsers.
+z.config({ ...en(), jitless: true });
 
 /** CNI network names (libcni `cniValidNameRegex`). */
 export const CNI_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
@@ -17,39 +23,42 @@ function accepts(parse: (text: string) => unknown): (text: string) => boolean {
   };
 }
 
-const ipString = z.string().refine(accepts(parseIp), { error: "not an IP address" });
-const cidrString = z.string().refine(accepts(parseCidr), { error: "not a CIDR (address/prefix)" });
-const milliseconds = z.int().nonnegative();
+const opt = z.optional;
+const str = () => z.string();
+const strings = () => z.array(z.string());
+const nonNegativeInt = () => z.int().check(z.nonnegative());
+const ipString = z.string().check(z.refine(accepts(parseIp), { error: "not an IP address" }));
+const cidrString = z.string().check(z.refine(accepts(parseCidr), { error: "not a CIDR (address/prefix)" }));
 
 /** One `ipRanges` entry (Whereabouts `RangeConfiguration`, plus an optional per-range `gateway`). */
 export const rangeEntrySchema = z.strictObject({
-  range: z.string(),
-  range_start: z.string().optional(),
-  range_end: z.string().optional(),
-  exclude: z.array(z.string()).optional(),
-  gateway: z.string().optional(),
+  range: str(),
+  range_start: opt(str()),
+  range_end: opt(str()),
+  exclude: opt(strings()),
+  gateway: opt(str()),
 });
 
 export const routeSchema = z.strictObject({
   dst: cidrString,
-  gw: ipString.optional(),
-  mtu: z.int().nonnegative().optional(),
-  advmss: z.int().nonnegative().optional(),
-  priority: z.int().nonnegative().optional(),
-  table: z.int().nonnegative().optional(),
-  scope: z.int().nonnegative().optional(),
+  gw: opt(ipString),
+  mtu: opt(nonNegativeInt()),
+  advmss: opt(nonNegativeInt()),
+  priority: opt(nonNegativeInt()),
+  table: opt(nonNegativeInt()),
+  scope: opt(nonNegativeInt()),
 });
 
 export const dnsSchema = z.strictObject({
-  nameservers: z.array(ipString).optional(),
-  domain: z.string().optional(),
-  search: z.array(z.string()).optional(),
-  options: z.array(z.string()).optional(),
+  nameservers: opt(z.array(ipString)),
+  domain: opt(str()),
+  search: opt(strings()),
+  options: opt(strings()),
 });
 
 export const kubernetesSchema = z.strictObject({
-  kubeconfig: z.string().optional(),
-  k8s_api_root: z.string().optional(),
+  kubeconfig: opt(str()),
+  k8s_api_root: opt(str()),
 });
 
 /**
@@ -58,43 +67,43 @@ export const kubernetesSchema = z.strictObject({
  * after parsing so they fail with CNI code 2 rather than 7.
  */
 const ipamShape = {
-  type: z.string().optional(),
-  range: z.string().optional(),
-  range_start: z.string().optional(),
-  range_end: z.string().optional(),
-  exclude: z.array(z.string()).optional(),
-  ipRanges: z.array(rangeEntrySchema).optional(),
-  gateway: z.string().optional(),
-  routes: z.array(routeSchema).optional(),
-  dns: dnsSchema.optional(),
-  addresses: z.array(z.unknown()).optional(),
-  enable_overlapping_ranges: z.boolean().optional(),
-  network_name: z
-    .string()
-    .regex(NETWORK_NAME, { error: "must be empty or a lowercase DNS-1123 label fragment (a-z, 0-9, '-'; alphanumeric at both ends)" })
-    .optional(),
-  node_slice_size: z.string().optional(),
-  leader_lease_duration: milliseconds.optional(),
-  leader_renew_deadline: milliseconds.optional(),
-  leader_retry_period: milliseconds.optional(),
-  sleep_for_race: z.int().nonnegative().optional(),
-  reconciler_cron_expression: z.string().optional(),
-  log_file: z.string().optional(),
-  log_level: z.string().optional(),
-  kubernetes: kubernetesSchema.optional(),
-  configuration_path: z.string().optional(),
-  datastore: z.string().optional(),
-  data_dir: z
-    .string()
-    .refine((dir) => dir.startsWith("/"), { error: "must be an absolute path" })
-    .optional(),
-  etcd_host: z.string().optional(),
-  etcd_username: z.string().optional(),
-  etcd_password: z.string().optional(),
-  etcd_key_file: z.string().optional(),
-  etcd_cert_file: z.string().optional(),
-  etcd_ca_cert_file: z.string().optional(),
-  allocation_policy: z.string().optional(),
+  type: opt(str()),
+  range: opt(str()),
+  range_start: opt(str()),
+  range_end: opt(str()),
+  exclude: opt(strings()),
+  ipRanges: opt(z.array(rangeEntrySchema)),
+  gateway: opt(str()),
+  routes: opt(z.array(routeSchema)),
+  dns: opt(dnsSchema),
+  addresses: opt(z.array(z.unknown())),
+  enable_overlapping_ranges: opt(z.boolean()),
+  network_name: opt(
+    z
+      .string()
+      .check(
+        z.regex(NETWORK_NAME, { error: "must be empty or a lowercase DNS-1123 label fragment (a-z, 0-9, '-'; alphanumeric at both ends)" }),
+      ),
+  ),
+  node_slice_size: opt(str()),
+  leader_lease_duration: opt(nonNegativeInt()),
+  leader_renew_deadline: opt(nonNegativeInt()),
+  leader_retry_period: opt(nonNegativeInt()),
+  sleep_for_race: opt(nonNegativeInt()),
+  reconciler_cron_expression: opt(str()),
+  log_file: opt(str()),
+  log_level: opt(str()),
+  kubernetes: opt(kubernetesSchema),
+  configuration_path: opt(str()),
+  datastore: opt(str()),
+  data_dir: opt(z.string().check(z.refine((dir: string) => dir.startsWith("/"), { error: "must be an absolute path" }))),
+  etcd_host: opt(str()),
+  etcd_username: opt(str()),
+  etcd_password: opt(str()),
+  etcd_key_file: opt(str()),
+  etcd_cert_file: opt(str()),
+  etcd_ca_cert_file: opt(str()),
+  allocation_policy: opt(str()),
 };
 
 /** The flat file and the merged result: any key may be absent. Unknown keys are rejected. */
@@ -110,15 +119,19 @@ export const inlineIpamSchema = z.strictObject({
 /** The whole network config as the IPAM plugin receives it. Unknown top-level keys belong to the main plugin. */
 export const netConfSchema = z.looseObject({
   cniVersion: z.string(),
-  name: z.string().regex(CNI_NAME, { error: "must start with a letter or digit and contain only letters, digits, '_', '.' and '-'" }),
-  type: z.string().optional(),
+  name: z
+    .string()
+    .check(z.regex(CNI_NAME, { error: "must start with a letter or digit and contain only letters, digits, '_', '.' and '-'" })),
+  type: opt(str()),
   ipam: inlineIpamSchema,
-  runtimeConfig: z.looseObject({ ips: z.array(z.string()).optional() }).optional(),
-  args: z.looseObject({ cni: z.looseObject({ ips: z.array(z.string()).optional() }).optional() }).optional(),
-  prevResult: z.unknown().optional(),
-  "cni.dev/valid-attachments": z.array(z.looseObject({ containerID: z.string().min(1), ifname: z.string().min(1) })).optional(),
-  cniVersions: z.array(z.string()).optional(),
-  disableGC: z.boolean().optional(),
-  disableCheck: z.boolean().optional(),
+  runtimeConfig: opt(z.looseObject({ ips: opt(strings()) })),
+  args: opt(z.looseObject({ cni: opt(z.looseObject({ ips: opt(strings()) })) })),
+  prevResult: opt(z.unknown()),
+  "cni.dev/valid-attachments": opt(
+    z.array(z.looseObject({ containerID: z.string().check(z.minLength(1)), ifname: z.string().check(z.minLength(1)) })),
+  ),
+  cniVersions: opt(strings()),
+  disableGC: opt(z.boolean()),
+  disableCheck: opt(z.boolean()),
 });
 export type NetConfInput = z.infer<typeof netConfSchema>;
