@@ -67,6 +67,15 @@ export interface Ipam {
 }
 
 const MAX_PROBES = 1024;
+
+/** A pool write that claims one address first. */
+interface ClaimedWrite {
+  claimRef: ClaimRef;
+  claim: Claim;
+  ref: PoolRef;
+  pool: Pool;
+  expected: Version | undefined;
+}
 /** After a lost race on an entry-level store, choose among this many free addresses. */
 const SPREAD = 128;
 
@@ -111,8 +120,14 @@ export function createIpam(options: IpamOptions): Ipam {
         const taken = entryWrites
           ? await reserveEntry(ref, result.reservation, result.pool.lastOffset, protect ? { claimRef, claim } : undefined, attempt)
           : store.commit === undefined
-            ? await claimThenWrite(claimRef, claim, ref, result.pool, stored?.version)
-            : await claimAndWriteAtomically(store.commit.bind(store), claimRef, claim, ref, result.pool, stored?.version);
+            ? await claimThenWrite({ claimRef, claim, ref, pool: result.pool, expected: stored?.version })
+            : await claimAndWriteAtomically(store.commit.bind(store), {
+                claimRef,
+                claim,
+                ref,
+                pool: result.pool,
+                expected: stored?.version,
+              });
         if (taken !== undefined) {
           if (address !== undefined) throw new AddressUnavailableError(address, `held in overlapping pool ${poolId(taken.pool)}`);
           avoid.add(result.reservation.offset);
@@ -125,13 +140,7 @@ export function createIpam(options: IpamOptions): Ipam {
   }
 
   /** Stores without transactions: claim (fenced protocol), then the pool write. Returns the holder when taken. */
-  async function claimThenWrite(
-    claimRef: ClaimRef,
-    claim: Claim,
-    ref: PoolRef,
-    pool: Pool,
-    expected: Version | undefined,
-  ): Promise<Claim | undefined> {
+  async function claimThenWrite({ claimRef, claim, ref, pool, expected }: ClaimedWrite): Promise<Claim | undefined> {
     const outcome = await claimAddress(store, claimRef, claim);
     if (outcome.kind === "taken") return outcome.by;
     try {
@@ -147,11 +156,7 @@ export function createIpam(options: IpamOptions): Ipam {
   /** Stores with transactions: the claim and the pool in one commit. Returns the holder when taken. */
   async function claimAndWriteAtomically(
     commit: NonNullable<IpamStore["commit"]>,
-    claimRef: ClaimRef,
-    claim: Claim,
-    ref: PoolRef,
-    pool: Pool,
-    expected: Version | undefined,
+    { claimRef, claim, ref, pool, expected }: ClaimedWrite,
   ): Promise<Claim | undefined> {
     const plan = await planClaim(store, claimRef, claim);
     if (plan.kind === "taken") return plan.by;
