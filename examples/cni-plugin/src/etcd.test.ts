@@ -26,3 +26,19 @@ it("the binary on the etcd store: ADD, repeated ADD, DEL against a real etcd (et
     await etcd.stop();
   }
 });
+
+it("a store failure is reported, never swallowed: DEL answers 11, STATUS answers 50 (etcd unreachable)", async () => {
+  const conf = (cniVersion: string) => ({
+    cniVersion,
+    name: "etcd-down",
+    type: "macvlan",
+    ipam: { type: "ipamkit", range: "10.71.0.0/24", etcd_host: "127.0.0.1:9", configuration_path: "/nonexistent-ipamkit" },
+  });
+  const del = await runPlugin(cniEnv("DEL", "d1"), conf("1.0.0"));
+  expect(del.code).toBe(1);
+  expect(del.json?.code).toBe(11);
+  const add = await runPlugin(cniEnv("ADD", "d1"), conf("1.0.0"));
+  expect(add.json?.code).toBe(11);
+  const status = await runPlugin({ CNI_COMMAND: "STATUS", CNI_PATH: "/usr/lib/cni" }, conf("1.1.0"));
+  expect(status.json?.code).toBe(50);
+});
