@@ -231,27 +231,24 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
         const current = await readEntries(w.ref);
         if ((current?.version ?? undefined) !== w.expected) throw new StoreConflictError(poolId(w.ref), { component: STORE_NAME });
         compares.push(versionCompare(keys.meta(w.ref), w.expected));
-        const before =
-          current === undefined
-            ? new Map<bigint, Reservation>()
-            : new Map(
-                toPool(w.ref, current)
-                  .reservations()
-                  .map((r) => [r.offset, r]),
-              );
-        for (const r of w.pool) {
-          const old = before.get(r.offset);
-          before.delete(r.offset);
-          if (old !== undefined && ipValue(old) === ipValue(r)) continue;
-          if (old !== undefined && formatKey(old.key) !== formatKey(r.key))
-            ops.push(client.delete().key(keys.key(w.ref, formatKey(old.key))));
-          ops.push(
-            client.put(keys.ip(w.ref, r.offset)).value(ipValue(r)),
-            client.put(keys.key(w.ref, formatKey(r.key))).value(r.offset.toString()),
-          );
+        const before = new Map((current === undefined ? [] : toPool(w.ref, current).reservations()).map((r) => [r.offset, r]));
+        const after = new Map(w.pool.reservations().map((r) => [r.offset, r]));
+        // One final operation per etcd key (etcd rejects a key twice in one transaction): a value to
+        // put, or null to delete. Removals first, so an attachment that moves address is put, not deleted.
+        const final = new Map<string, string | null>();
+        for (const old of before.values()) {
+          const next = after.get(old.offset);
+          if (next !== undefined && ipValue(next) === ipValue(old)) continue;
+          if (next === undefined) final.set(keys.ip(w.ref, old.offset), "");
+          final.set(keys.key(w.ref, formatKey(old.key)), null);
         }
-        for (const old of before.values())
-          ops.push(client.put(keys.ip(w.ref, old.offset)).value(""), client.delete().key(keys.key(w.ref, formatKey(old.key))));
+        for (const r of after.values()) {
+          const old = before.get(r.offset);
+          if (old !== undefined && ipValue(old) === ipValue(r)) continue;
+          final.set(keys.ip(w.ref, r.offset), ipValue(r));
+          final.set(keys.key(w.ref, formatKey(r.key)), r.offset.toString());
+        }
+        for (const [key, value] of final) ops.push(value === null ? client.delete().key(key) : client.put(key).value(value));
         ops.push(client.put(keys.meta(w.ref)).value(metaValue(w.ref)));
         ops.push(client.put(keys.cursor(w.ref)).value(w.pool.lastOffset === undefined ? "" : w.pool.lastOffset.toString()));
         return;

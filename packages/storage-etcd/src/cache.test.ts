@@ -1,0 +1,71 @@
+import { attachmentKey, Pool, parseCidr, type Reservation } from "@ipamkit/core";
+import fc from "fast-check";
+import { expect, inject, it } from "vitest";
+import { createEtcdStore } from "./index.js";
+
+// The store caches pools per instance and refreshes them with only the keys changed since
+// (tombstoned releases). After any sequence of changes by two instances, each instance's cached
+// read must equal a fresh instance's full read.
+const endpoint = inject("etcdEndpoint");
+const cidr = parseCidr("10.80.0.0/28");
+const ref = { network: "", cidr: cidr.text };
+const res = (offset: number, id: string): Reservation => ({
+  offset: BigInt(offset),
+  key: attachmentKey({ containerId: id, ifName: "eth0" }),
+  podRef: "ns/p",
+});
+const view = (p: Pool | undefined) => p?.reservations().map((r) => `${r.offset}:${r.key.containerId}`) ?? [];
+
+it("cached reads always equal a fresh full read, whatever two writers did", async () => {
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(
+        fc.record({
+          writer: fc.nat(1),
+          op: fc.constantFrom("reserve", "unreserve", "rewrite"),
+          offset: fc.integer({ min: 1, max: 14 }),
+          id: fc.nat(5),
+        }),
+        { minLength: 1, maxLength: 25 },
+      ),
+      async (steps) => {
+        const prefix = `/cache-prop/${process.pid}-${run++}/`;
+        const writers = [createEtcdStore({ endpoints: [endpoint], prefix }), createEtcdStore({ endpoints: [endpoint], prefix })];
+        try {
+          for (const step of steps) {
+            const s = writers[step.writer] as (typeof writers)[number];
+            const current = (await s.readPool(ref))?.pool;
+            try {
+              if (step.op === "reserve") {
+                await s.commit?.([{ kind: "reserve", ref, reservation: res(step.offset, `c${step.id}`), lastOffset: BigInt(step.offset) }]);
+              } else if (step.op === "unreserve") {
+                const held = current?.atOffset(BigInt(step.offset));
+                if (held !== undefined) await s.commit?.([{ kind: "unreserve", ref, reservation: held }]);
+              } else {
+                const stored = await s.readPool(ref);
+                const base = stored?.pool ?? Pool.empty(cidr);
+                const without = base.reservations().filter((r) => r.offset !== BigInt(step.offset) && r.key.containerId !== `c${step.id}`);
+                await s.writePool(ref, Pool.fromReservations(cidr, [...without, res(step.offset, `c${step.id}`)]), stored?.version);
+              }
+            } catch (error) {
+              if ((error as { code?: string }).code !== "STORE_CONFLICT") throw error;
+            }
+            const fresh = createEtcdStore({ endpoints: [endpoint], prefix });
+            const truth = await fresh.readPool(ref);
+            await fresh.close();
+            for (const w of writers) {
+              const cached = await w.readPool(ref);
+              expect(view(cached?.pool)).toEqual(view(truth?.pool));
+              expect(cached?.version).toBe(truth?.version);
+              expect(cached?.pool.lastOffset).toBe(truth?.pool.lastOffset);
+            }
+          }
+        } finally {
+          await Promise.all(writers.map((w) => w.close()));
+        }
+      },
+    ),
+    { numRuns: Number(process.env.IPAMKIT_PROPERTY_RUNS ?? 40) },
+  );
+});
