@@ -1,7 +1,7 @@
-import { type AllocationPolicy, allocate, release, releaseIf } from "./allocator.js";
+import { type AllocationPolicy, allocate, type ConditionalReleaseOutcome, release, releaseIf } from "./allocator.js";
 import { claimAddress, claimRefFor, dropClaim, ownClaimVersion, planClaim } from "./claims.js";
 import { AddressUnavailableError, InvalidRequestError } from "./errors.js";
-import { cidrContains, formatIp, type Ip, ipAt, parseIp } from "./ip.js";
+import { cidrContains, formatIp, type Ip, ipAt, parseCidr, parseIp } from "./ip.js";
 import type { AttachmentKey } from "./key.js";
 import { Pool } from "./pool.js";
 import type { Range } from "./range.js";
@@ -67,6 +67,13 @@ export interface Ipam {
 }
 
 const MAX_PROBES = 1024;
+
+/** What a release takes out of a pool as read. */
+interface ReleaseDecision {
+  pool: Pool;
+  released: Reservation | undefined;
+  outcome: ConditionalReleaseOutcome;
+}
 
 /** A pool write that claims one address first. */
 interface ClaimedWrite {
@@ -186,44 +193,45 @@ export function createIpam(options: IpamOptions): Ipam {
     return undefined;
   }
 
-  /** Writes a pool that no longer holds an address, and deletes the claim read before (atomically when the store can). */
-  async function writeRelease(
-    ref: PoolRef,
-    pool: Pool,
-    expected: Version,
-    released: Reservation,
-    claimRef: ClaimRef | undefined,
-    claimVersion: Version | undefined,
-  ): Promise<boolean> {
-    const dropClaimStep: StoreWrite[] =
-      claimRef !== undefined && claimVersion !== undefined ? [{ kind: "delete-claim", ref: claimRef, expected: claimVersion }] : [];
-    if (entryWrites) {
-      await (store.commit as NonNullable<IpamStore["commit"]>)([{ kind: "unreserve", ref, reservation: released }, ...dropClaimStep]);
-      return false;
-    }
-    if (dropClaimStep.length > 0 && store.commit !== undefined) {
-      await store.commit([{ kind: "pool", ref, pool, expected }, ...dropClaimStep]);
-      return false;
-    }
-    await store.writePool(ref, pool, expected);
-    return claimRef !== undefined && claimVersion !== undefined;
+  /**
+   * The one release path. `decide` picks what to release from the pool as read (by exact key, or
+   * only if unchanged). The claim's version is read *before* the pool write and the claim deleted at
+   * that version — in the same commit where the store can, else right after (DESIGN.md).
+   */
+  async function releaseWhere(ref: PoolRef, decide: (pool: Pool) => ReleaseDecision): Promise<ReleaseDecision> {
+    const done = await withConflictRetry(async (): Promise<ReleaseDecision & { dropLater?: { ref: ClaimRef; version: Version } }> => {
+      const stored = await store.readPool(ref);
+      if (stored === undefined) return { pool: Pool.empty(parseCidr(ref.cidr)), released: undefined, outcome: "absent" };
+      const decision = decide(stored.pool);
+      const released = decision.released;
+      if (released === undefined) return decision;
+      const claimRef = protect ? claimRefFor(ref, released.offset) : undefined;
+      const claimVersion = claimRef === undefined ? undefined : await ownClaimVersion(store, claimRef, ref, released.key);
+      const deleteClaim: StoreWrite[] =
+        claimRef !== undefined && claimVersion !== undefined ? [{ kind: "delete-claim", ref: claimRef, expected: claimVersion }] : [];
+      if (entryWrites) {
+        await (store.commit as NonNullable<IpamStore["commit"]>)([{ kind: "unreserve", ref, reservation: released }, ...deleteClaim]);
+        return decision;
+      }
+      if (deleteClaim.length > 0 && store.commit !== undefined) {
+        await store.commit([{ kind: "pool", ref, pool: decision.pool, expected: stored.version }, ...deleteClaim]);
+        return decision;
+      }
+      await store.writePool(ref, decision.pool, stored.version);
+      return claimRef !== undefined && claimVersion !== undefined
+        ? { ...decision, dropLater: { ref: claimRef, version: claimVersion } }
+        : decision;
+    }, retry);
+    if (done.dropLater !== undefined) await dropClaim(store, done.dropLater.ref, done.dropLater.version);
+    return done;
   }
 
   async function releaseOne(ref: PoolRef, range: Range, key: AttachmentKey): Promise<Released | undefined> {
-    const done = await withConflictRetry(async () => {
-      const stored = await store.readPool(ref);
-      if (stored === undefined) return undefined;
-      const result = release(stored.pool, key);
-      if (result.released === undefined) return undefined;
-      const claim = protect ? claimRefFor(ref, result.released.offset) : undefined;
-      const claimVersion = claim === undefined ? undefined : await ownClaimVersion(store, claim, ref, key);
-      const dropLater = await writeRelease(ref, result.pool, stored.version, result.released, claim, claimVersion);
-      return { released: result.released, claim, claimVersion, dropLater };
-    }, retry);
-    if (done === undefined) return undefined;
-    if (done.dropLater && done.claim !== undefined && done.claimVersion !== undefined)
-      await dropClaim(store, done.claim, done.claimVersion);
-    return { pool: ref, address: ipAt(range.cidr, done.released.offset), reservation: done.released };
+    const { released } = await releaseWhere(ref, (pool) => {
+      const result = release(pool, key);
+      return { ...result, outcome: result.released === undefined ? "absent" : "released" };
+    });
+    return released === undefined ? undefined : { pool: ref, address: ipAt(range.cidr, released.offset), reservation: released };
   }
 
   function placeStatics(ranges: readonly Range[], addresses: readonly string[] | undefined): (string | undefined)[] {
@@ -271,20 +279,7 @@ export function createIpam(options: IpamOptions): Ipam {
       return out;
     },
     async releaseIf(ref, expected) {
-      const done = await withConflictRetry(async () => {
-        const stored = await store.readPool(ref);
-        if (stored === undefined) return { outcome: "absent" as const };
-        const result = releaseIf(stored.pool, expected);
-        if (result.outcome !== "released") return { outcome: result.outcome };
-        const claim = protect ? claimRefFor(ref, expected.offset) : undefined;
-        const claimVersion = claim === undefined ? undefined : await ownClaimVersion(store, claim, ref, expected.key);
-        const dropLater = await writeRelease(ref, result.pool, stored.version, expected, claim, claimVersion);
-        return { outcome: result.outcome, claim, claimVersion, dropLater };
-      }, retry);
-      if ("dropLater" in done && done.dropLater && done.claim !== undefined && done.claimVersion !== undefined) {
-        await dropClaim(store, done.claim, done.claimVersion);
-      }
-      return done.outcome;
+      return (await releaseWhere(ref, (pool) => releaseIf(pool, expected))).outcome;
     },
     async lookup(input) {
       return Promise.all(
