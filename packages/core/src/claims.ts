@@ -2,7 +2,17 @@ import { StoreConflictError } from "./errors.js";
 import { formatIp, ipAt, parseCidr, parseIp } from "./ip.js";
 import { type AttachmentKey, sameKey } from "./key.js";
 import { Pool } from "./pool.js";
-import { type Claim, type ClaimRef, type IpamStore, type PoolRef, poolId, type StoreWrite, samePoolRef, type Version } from "./store.js";
+import {
+  type Claim,
+  type ClaimRef,
+  type IpamStore,
+  type PoolRef,
+  poolId,
+  type StoredPool,
+  type StoreWrite,
+  samePoolRef,
+  type Version,
+} from "./store.js";
 
 /**
  * The overlapping-range claim protocol (see DESIGN.md, "Claims"). A claim names the pool that
@@ -19,25 +29,41 @@ function holdsAddress(pool: Pool, address: string): boolean {
   return offset >= 0n && offset < pool.cidr.size && pool.atOffset(offset) !== undefined;
 }
 
-export async function claimAddress(store: IpamStore, ref: ClaimRef, claim: Claim): Promise<ClaimOutcome> {
+/**
+ * What claiming an address runs into: no claim; a claim of ours or of our own pool (dangling as of
+ * the caller's read of that pool); another pool's claim whose pool holds the address (taken); or
+ * another pool's claim whose pool does not (dangling: to be fenced before it is replaced).
+ */
+type Inspection =
+  | { kind: "free" }
+  | { kind: "taken"; by: Claim }
+  | { kind: "dangling"; version: Version; other?: { ref: PoolRef; stored: StoredPool | undefined } };
+
+async function inspectClaim(store: IpamStore, ref: ClaimRef, claim: Claim): Promise<Inspection> {
   const existing = await store.readClaim(ref);
-  if (existing === undefined) {
-    return { kind: "claimed", version: await store.writeClaim(ref, claim, undefined), created: true };
-  }
-  const holder = existing.claim;
-  if (!samePoolRef(holder.pool, claim.pool)) {
-    const other = await store.readPool(holder.pool);
-    if (other !== undefined && holdsAddress(other.pool, ref.address)) return { kind: "taken", by: holder };
+  if (existing === undefined) return { kind: "free" };
+  if (samePoolRef(existing.claim.pool, claim.pool)) return { kind: "dangling", version: existing.version };
+  const stored = await store.readPool(existing.claim.pool);
+  if (stored !== undefined && holdsAddress(stored.pool, ref.address)) return { kind: "taken", by: existing.claim };
+  return { kind: "dangling", version: existing.version, other: { ref: existing.claim.pool, stored } };
+}
+
+export async function claimAddress(store: IpamStore, ref: ClaimRef, claim: Claim): Promise<ClaimOutcome> {
+  const found = await inspectClaim(store, ref, claim);
+  if (found.kind === "taken") return found;
+  if (found.kind === "free") return { kind: "claimed", version: await store.writeClaim(ref, claim, undefined), created: true };
+  if (found.other !== undefined) {
     // Fence: any holder that read that pool before we looked now fails its write. A pool that does
     // not exist yet is fenced by creating it empty, so a holder's create-if-absent fails.
-    if (other !== undefined) await store.writePool(holder.pool, other.pool, other.version);
-    else await store.writePool(holder.pool, Pool.empty(parseCidr(holder.pool.cidr), { name: poolId(holder.pool) }), undefined);
+    const { ref: other, stored } = found.other;
+    if (stored !== undefined) await store.writePool(other, stored.pool, stored.version);
+    else await store.writePool(other, Pool.empty(parseCidr(other.cidr), { name: poolId(other) }), undefined);
   }
   // Same pool (our key or another): the caller read our pool and found the address free, so the
   // claim is dangling as of that read, and the caller's own pool write (at the version read before
   // this step) is the fence. Every claimant compare-and-swaps the claim — even one that already
   // names it — so two claimants of one address are always ordered by the claim's version.
-  return { kind: "claimed", version: await store.writeClaim(ref, claim, existing.version), created: false };
+  return { kind: "claimed", version: await store.writeClaim(ref, claim, found.version), created: false };
 }
 
 /**
@@ -77,13 +103,10 @@ export async function planClaim(
   ref: ClaimRef,
   claim: Claim,
 ): Promise<{ kind: "taken"; by: Claim } | { kind: "plan"; writes: StoreWrite[] }> {
-  const existing = await store.readClaim(ref);
-  if (existing === undefined) return { kind: "plan", writes: [{ kind: "claim", ref, claim, expected: undefined }] };
-  const writes: StoreWrite[] = [{ kind: "claim", ref, claim, expected: existing.version }];
-  if (!samePoolRef(existing.claim.pool, claim.pool)) {
-    const other = await store.readPool(existing.claim.pool);
-    if (other !== undefined && holdsAddress(other.pool, ref.address)) return { kind: "taken", by: existing.claim };
-    writes.push({ kind: "check-pool", ref: existing.claim.pool, expected: other?.version });
-  }
+  const found = await inspectClaim(store, ref, claim);
+  if (found.kind === "taken") return found;
+  if (found.kind === "free") return { kind: "plan", writes: [{ kind: "claim", ref, claim, expected: undefined }] };
+  const writes: StoreWrite[] = [{ kind: "claim", ref, claim, expected: found.version }];
+  if (found.other !== undefined) writes.push({ kind: "check-pool", ref: found.other.ref, expected: found.other.stored?.version });
   return { kind: "plan", writes };
 }
