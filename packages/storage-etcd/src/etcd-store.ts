@@ -101,11 +101,6 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     }
   }
 
-  async function readEntries(ref: PoolRef): Promise<StoredEntries | undefined> {
-    const response = await call(`read ${poolId(ref)}`, () => client.getAll().prefix(keys.pool(ref)).exec());
-    return readPoolKeys(ref, keys, response.kvs);
-  }
-
   function toPool(ref: PoolRef, entries: StoredEntries): Pool {
     const pool = poolFromRecord(ref, entries.record, keys.pool(ref), STORE_NAME);
     for (const r of pool) {
@@ -228,10 +223,10 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
       }
       case "pool": {
         // Strict: the whole pool must be as read (meta revision); then write only the difference.
-        const current = await readEntries(w.ref);
-        if ((current?.version ?? undefined) !== w.expected) throw new StoreConflictError(poolId(w.ref), { component: STORE_NAME });
+        const current = await readFull(w.ref);
+        if (current?.version !== w.expected) throw new StoreConflictError(poolId(w.ref), { component: STORE_NAME });
         compares.push(versionCompare(keys.meta(w.ref), w.expected));
-        const before = new Map((current === undefined ? [] : toPool(w.ref, current).reservations()).map((r) => [r.offset, r]));
+        const before = new Map((current?.pool.reservations() ?? []).map((r) => [r.offset, r]));
         const after = new Map(w.pool.reservations().map((r) => [r.offset, r]));
         // One final operation per etcd key (etcd rejects a key twice in one transaction): a value to
         // put, or null to delete. Removals first, so an attachment that moves address is put, not deleted.
