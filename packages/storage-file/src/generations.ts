@@ -77,6 +77,16 @@ export class Generations<T> {
     this.cache.clear();
   }
 
+  /** A generation file's text; undefined when it is gone (collected under us). */
+  private readText(path: string): string | undefined {
+    try {
+      return readFileSync(path, "utf8");
+    } catch (error) {
+      if (errno(error) === "ENOENT") return undefined;
+      throw this.unavailable("read", path, error);
+    }
+  }
+
   unavailable(what: string, path: string, error: unknown): StoreUnavailableError {
     return new StoreUnavailableError(`cannot ${what} ${path}: ${describe(error)}`, { cause: error, component: this.component });
   }
@@ -140,13 +150,8 @@ export class Generations<T> {
       this.cache.touch(path, cached);
       return { snapshot: cached.snapshot, links };
     }
-    let text: string;
-    try {
-      text = readFileSync(path, "utf8");
-    } catch (error) {
-      if (errno(error) === "ENOENT") return undefined;
-      throw this.unavailable("read", path, error);
-    }
+    const text = this.readText(path);
+    if (text === undefined) return undefined;
     if (!(await this.stillNear(dir, gen))) return undefined;
     const snapshot = parseGeneration(text, gen, path, decode, this.corrupt(path, object));
     this.cache.put(path, { identity, snapshot });
@@ -182,13 +187,8 @@ export class Generations<T> {
     const standard = headerFromPrefix(prefix);
     if (standard !== undefined) return standard;
     // Not our exact prefix (written by hand?): parse the whole file, body unchecked.
-    let text: string;
-    try {
-      text = readFileSync(path, "utf8");
-    } catch (error) {
-      if (errno(error) === "ENOENT") return undefined;
-      throw this.unavailable("read", path, error);
-    }
+    const text = this.readText(path);
+    if (text === undefined) return undefined;
     const snapshot = parseGeneration(text, gen, path, () => undefined as T, this.corrupt(path, object));
     return { header: snapshot.header, deleted: snapshot.value === DELETED };
   }
