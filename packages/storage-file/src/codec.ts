@@ -3,11 +3,13 @@ import {
   attachmentKey,
   type Cidr,
   type Claim,
+  claimToRecord,
   isIpamError,
   type Pool,
   type PoolRef,
   parseCidr,
   type Reservation,
+  reservationToRecord,
 } from "@ipamkit/core";
 
 /**
@@ -72,12 +74,7 @@ const rowCache = new WeakMap<Reservation, string>();
 function reservationJson(r: Reservation): string {
   const cached = rowCache.get(r);
   if (cached !== undefined) return cached;
-  const out: Json = { offset: r.offset.toString(), containerId: r.key.containerId, ifName: r.key.ifName };
-  if (r.podRef !== undefined) out.podRef = r.podRef;
-  if (r.podUid !== undefined) out.podUid = r.podUid;
-  if (r.createdAt !== undefined) out.createdAt = r.createdAt;
-  if (r.extra !== undefined) out.extra = r.extra;
-  const text = JSON.stringify(out);
+  const text = JSON.stringify(reservationToRecord(r));
   rowCache.set(r, text);
   return text;
 }
@@ -160,13 +157,7 @@ function reuseRows(text: string, reservations: readonly Reservation[]): void {
 // --------------------------------------------------------------------------------------------- claims
 
 export function encodeClaimFields(claim: Claim): string {
-  const out: Json = {
-    pool: { network: claim.pool.network, cidr: claim.pool.cidr },
-    key: { containerId: claim.key.containerId, ifName: claim.key.ifName },
-  };
-  if (claim.podRef !== undefined) out.podRef = claim.podRef;
-  const text = JSON.stringify(out);
-  return text.slice(1, -1);
+  return JSON.stringify(claimToRecord(claim)).slice(1, -1);
 }
 
 export function decodeClaim(json: Json): Claim {
