@@ -82,9 +82,7 @@ export async function check(ctx: CommandContext): Promise<void> {
   } catch (error) {
     throw new CniError(CNI_CODES.DECODE_FAILURE, `prevResult: ${(error as Error).message}`);
   }
-  const held = found
-    .map((a, i) => `${formatIp(a?.address ?? ipAt((ctx.ranges[i] as Range).cidr, 0n))}/${(ctx.ranges[i] as Range).cidr.prefix}`)
-    .sort();
+  const held = found.flatMap((a) => (a === undefined ? [] : [`${formatIp(a.address)}/${a.range.cidr.prefix}`])).sort();
   const prev = previous.map((p) => p.address).sort();
   if (held.join(",") !== prev.join(",")) {
     throw new CniError(
