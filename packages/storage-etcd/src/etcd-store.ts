@@ -256,11 +256,10 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     const compares: Compare[] = [];
     const ops: (PutBuilder | DeleteBuilder)[] = [];
     for (const w of steps) await plan(w, compares, ops);
+    // Every step compares at least one key, so no compare means nothing to do.
     const [first, ...rest] = compares;
-    const txn =
-      first === undefined
-        ? client.if(keys.pool({ network: "", cidr: "" }), "Create", "==", 0)
-        : client.if(first.key, first.column, "==", first.value);
+    if (first === undefined) return [];
+    const txn = client.if(first.key, first.column, "==", first.value);
     for (const c of rest) txn.and(c.key, c.column, "==", c.value);
     const result = await call(operation, () => txn.then(...ops).commit());
     if (!result.succeeded) {
