@@ -20,6 +20,19 @@ await build({
   banner: { js: "#!/usr/bin/env node" },
   logLevel: "warning",
 });
+// The Kubernetes store with @kubernetes/client-node (~3 MB minified), loaded only for datastore "kubernetes".
+await build({
+  entryPoints: ["src/kubernetes.ts"],
+  outfile: "dist/ipamkit-kubernetes.cjs",
+  bundle: true,
+  platform: "node",
+  format: "cjs",
+  target: "node20",
+  minify: true,
+  conditions: ["@ipamkit/source", "import", "module", "node"],
+  mainFields: ["module", "main"],
+  logLevel: "warning",
+});
 chmodSync("dist/ipamkit", 0o755);
 // keeps the extensionless file CommonJS inside this ESM workspace package
 writeFileSync("dist/package.json", '{"type":"commonjs"}\n');

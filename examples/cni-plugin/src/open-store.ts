@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import type { IpamConfig } from "@ipamkit/cni";
 import { CNI_CODES, CniError } from "@ipamkit/cni";
 import type { IpamStore } from "@ipamkit/core";
@@ -32,10 +33,26 @@ export async function openStore(config: IpamConfig): Promise<IpamStore> {
         }),
       );
     }
-    case "kubernetes":
-      throw new CniError(
-        CNI_CODES.UNSUPPORTED_FIELD,
-        'ipam.datastore "kubernetes": the Kubernetes store is not part of this build yet; use "file" or "etcd"',
-      );
+    case "kubernetes": {
+      const { createKubernetesStore } = loadKubernetesStore();
+      return createKubernetesStore({
+        // re-read on every call: Whereabouts' token watcher rewrites it when the token rotates
+        ...(config.kubernetes.kubeconfig === undefined ? {} : { kubeconfig: config.kubernetes.kubeconfig }),
+        onWarning: (message) => process.stderr.write(`${message}\n`),
+      });
+    }
+  }
+}
+
+/** dist/ipamkit-kubernetes.cjs, next to this file: the Kubernetes client is parsed only when chosen. */
+function loadKubernetesStore(): typeof import("./kubernetes.js") {
+  const path = join(__dirname, "ipamkit-kubernetes.cjs");
+  try {
+    return require(path) as typeof import("./kubernetes.js");
+  } catch (error) {
+    throw new CniError(
+      CNI_CODES.UNSUPPORTED_FIELD,
+      `ipam.datastore "kubernetes": the Kubernetes store (${path}) cannot be loaded beside this plugin: ${(error as Error).message.split("\n")[0]}`,
+    );
   }
 }

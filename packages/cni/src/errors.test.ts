@@ -9,6 +9,7 @@ import {
   StoreAccessDeniedError,
   StoreConflictError,
   StoreCorruptError,
+  StoreRejectedError,
   StoreUnavailableError,
 } from "@ipamkit/core";
 import { describe, expect, it } from "vitest";
@@ -78,6 +79,7 @@ describe("toCniError", () => {
     ["POOL_CORRUPT", new PoolCorruptError("10.0.0.0/24", "two reservations at one offset"), 102],
     ["STORE_CORRUPT", new StoreCorruptError("pool x", "not JSON"), 102],
     ["STORE_ACCESS_DENIED", new StoreAccessDeniedError("permission denied"), 103],
+    ["STORE_REJECTED", new StoreRejectedError("IPPool 10.0.0.0-8", "request is too large"), 105],
   ];
   it.each(cases)("maps ipamkit %s to its CNI code, keeping the message", (_name, error, code) => {
     const mapped = toCniError(error, { command: "ADD" });

@@ -8,6 +8,8 @@ import type { CniCommand } from "./types.js";
  * - 102 POOL_CORRUPT: stored pool state is undecodable or violates an invariant; never reset silently.
  * - 103 ACCESS_DENIED: the store refused our credentials or permissions (fix the configuration; not retryable).
  * - 104 CHECK_FAILED: CHECK found a reservation missing, or different from `prevResult`.
+ * - 105 STORE_REJECTED: the store refused the write for good (object too large for the store, or an
+ *   offset older Whereabouts readers could not parse); nothing was written. Not retryable.
  */
 export const CNI_CODES = {
   INCOMPATIBLE_VERSION: 1,
@@ -23,6 +25,7 @@ export const CNI_CODES = {
   POOL_CORRUPT: 102,
   ACCESS_DENIED: 103,
   CHECK_FAILED: 104,
+  STORE_REJECTED: 105,
   INTERNAL: 999,
 } as const;
 
@@ -53,6 +56,7 @@ const IPAM_CODES: Readonly<Record<string, number>> = {
   POOL_CORRUPT: CNI_CODES.POOL_CORRUPT,
   STORE_CORRUPT: CNI_CODES.POOL_CORRUPT,
   STORE_ACCESS_DENIED: CNI_CODES.ACCESS_DENIED,
+  STORE_REJECTED: CNI_CODES.STORE_REJECTED,
 };
 
 /**

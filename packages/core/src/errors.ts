@@ -13,6 +13,7 @@ export type IpamErrorCode =
   | "STORE_CONFLICT"
   | "STORE_UNAVAILABLE"
   | "STORE_ACCESS_DENIED"
+  | "STORE_REJECTED"
   | "STORE_CORRUPT";
 
 export interface IpamErrorOptions {
@@ -123,6 +124,21 @@ export class StoreUnavailableError extends IpamError {
 export class StoreAccessDeniedError extends IpamError {
   constructor(message: string, options: IpamErrorOptions = {}) {
     super("STORE_ACCESS_DENIED", message, options);
+  }
+}
+
+/**
+ * The store refused a write that it will keep refusing, so retrying is pointless: the object would
+ * exceed the store's size limit, or would become unreadable to a reader the store must stay
+ * compatible with (e.g. a Whereabouts offset key at or above 2^63). Nothing was written.
+ */
+export class StoreRejectedError extends IpamError {
+  constructor(
+    readonly object: string,
+    reason: string,
+    options: IpamErrorOptions = {},
+  ) {
+    super("STORE_REJECTED", `write of ${object} refused: ${reason}`, options);
   }
 }
 

@@ -23,6 +23,7 @@ export {
   StoreAccessDeniedError,
   StoreConflictError,
   StoreCorruptError,
+  StoreRejectedError,
   StoreUnavailableError,
 } from "./errors.js";
 export type { Cidr, Family, Ip } from "./ip.js";

@@ -1,0 +1,232 @@
+import { writeFile } from "node:fs/promises";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { parseBody } from "./decode.js";
+import { ApiError, badRequest, fromFault, methodNotAllowed, plainError, unauthorized, unsupportedMediaType } from "./errors.js";
+import { readBody, sendJson, sendText } from "./http.js";
+import type { Json } from "./json.js";
+import type { KindSpec } from "./kinds.js";
+import { type KubeconfigOptions, kubeconfigText } from "./kubeconfig.js";
+import { listObjects, parseResourceVersion, tooLargeResourceVersion } from "./list.js";
+import { createObject, deleteObject, deleteOptions, getObject, patchObject, type Registry, replaceObject } from "./objects.js";
+import { type Route, route } from "./routes.js";
+import { ObjectStore } from "./store.js";
+import { type ActiveWatch, startWatch } from "./watch.js";
+
+/** etcd's default request limit (--max-request-bytes), 1.5 MiB. */
+export const DEFAULT_MAX_OBJECT_BYTES = 1_572_864;
+
+/** The history also stops at this many bytes of objects, so big objects cannot pile up in memory. */
+const HISTORY_BYTES = 64 * 1024 * 1024;
+
+export interface KubeTestServerOptions {
+  /** Only 127.0.0.1 is accepted. */
+  host?: string;
+  /** 0 (default) picks a free port. */
+  port?: number;
+  /** When set, every request needs `Authorization: Bearer <token>` (401 otherwise). */
+  token?: string;
+  /** The largest stored object (its JSON), like etcd's request limit; larger writes fail as etcd's do. Default 1.5 MiB. */
+  maxObjectBytes?: number;
+  /** Writes kept for watches from a resourceVersion and for `continue`; older ones answer 410 Expired. Default 1000. */
+  historyEvents?: number;
+  /** How often a watch with allowWatchBookmarks=true gets a BOOKMARK. Default 1000 ms. */
+  bookmarkIntervalMs?: number;
+}
+
+/** A failure to answer once (or `times` times) instead of serving a matching request. */
+export interface Fault {
+  /** HTTP method to match (any when unset). */
+  method?: string;
+  /** Path prefix to match (any when unset). */
+  pathPrefix?: string;
+  /** The HTTP status of the Status answered. */
+  status: number;
+  reason?: string;
+  message?: string;
+  /** Default 1. */
+  times?: number;
+}
+
+export interface KubeTestServerStats {
+  requests: number;
+  byStatus: Record<number, number>;
+  /** get, list, watch, create, update, patch, delete, discovery, other */
+  byVerb: Record<string, number>;
+}
+
+export interface KubeTestServer {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  /** A kubeconfig (JSON, which is YAML) for this server: bearer token if configured, the context namespace if given. */
+  kubeconfig(options?: KubeconfigOptions): string;
+  writeKubeconfig(path: string, options?: KubeconfigOptions): Promise<void>;
+  /** Request counters, for tests and benches. */
+  stats(): KubeTestServerStats;
+  /** Answers the next matching request with a Status of `fault.status` instead of serving it. */
+  failNext(fault: Fault): void;
+  /** Stops listening and ends open watches and connections. */
+  close(): Promise<void>;
+}
+
+const isWatch = (query: URLSearchParams) => query.get("watch") === "true" || query.get("watch") === "1";
+
+function verbOf(method: string, target: Route, query: URLSearchParams): string {
+  if (target.type === "document" || target.type === "health") return "discovery";
+  const verbs: Record<string, string> = { POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete" };
+  if (method === "GET") return isWatch(query) ? "watch" : target.type === "collection" ? "list" : "get";
+  return verbs[method] ?? "other";
+}
+
+function contentType(request: IncomingMessage): string {
+  return (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+}
+
+async function jsonBody(request: IncomingMessage, kind: KindSpec): Promise<Json> {
+  const type = contentType(request);
+  if (type !== "" && type !== "application/json")
+    throw unsupportedMediaType(
+      ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"],
+      "kube-test-server reads JSON only",
+    );
+  return parseBody(await readBody(request), kind);
+}
+
+export async function startKubeTestServer(options: KubeTestServerOptions = {}): Promise<KubeTestServer> {
+  const host = options.host ?? "127.0.0.1";
+  if (host !== "127.0.0.1") throw new Error(`kube-test-server listens on 127.0.0.1 only, not ${host}`);
+  const store = new ObjectStore({ historyEvents: options.historyEvents ?? 1000, historyBytes: HISTORY_BYTES });
+  const registry: Registry = { store, maxObjectBytes: options.maxObjectBytes ?? DEFAULT_MAX_OBJECT_BYTES, now: () => new Date() };
+  const bookmarkIntervalMs = options.bookmarkIntervalMs ?? 1000;
+  const watches = new Set<ActiveWatch>();
+  const faults: (Fault & { times: number })[] = [];
+  const stats: KubeTestServerStats = { requests: 0, byStatus: {}, byVerb: {} };
+  let address = "";
+
+  const count = (verb: string, code: number) => {
+    stats.requests += 1;
+    stats.byStatus[code] = (stats.byStatus[code] ?? 0) + 1;
+    stats.byVerb[verb] = (stats.byVerb[verb] ?? 0) + 1;
+  };
+
+  const takeFault = (method: string, path: string): ApiError | undefined => {
+    const index = faults.findIndex(
+      (f) => (f.method === undefined || f.method.toUpperCase() === method) && path.startsWith(f.pathPrefix ?? ""),
+    );
+    const fault = faults[index];
+    if (fault === undefined) return undefined;
+    fault.times -= 1;
+    if (fault.times <= 0) faults.splice(index, 1);
+    return fromFault(fault.status, fault.reason, fault.message);
+  };
+
+  async function serve(request: IncomingMessage, response: ServerResponse, target: Route, query: URLSearchParams): Promise<number> {
+    const method = request.method ?? "GET";
+    if (target.type === "health" || target.type === "document") {
+      if (method !== "GET") throw methodNotAllowed();
+      if (target.type === "health") sendText(response, 200, "ok");
+      else sendJson(response, 200, target.body);
+      return 200;
+    }
+    if (method !== "GET" && query.has("dryRun")) throw badRequest("dryRun is not supported by kube-test-server");
+    const fieldValidation = query.get("fieldValidation");
+    if (method === "GET" && isWatch(query) && (target.type === "collection" || target.subresource === undefined)) {
+      const watch = startWatch({
+        store,
+        kind: target.kind,
+        namespace: target.namespace,
+        name: target.type === "object" ? target.name : undefined,
+        query,
+        response,
+        bookmarkIntervalMs,
+      });
+      watches.add(watch);
+      response.on("close", () => watches.delete(watch));
+      return 200;
+    }
+    if (target.type === "collection") {
+      if (method === "GET") {
+        sendJson(response, 200, listObjects(store, target.kind, target.namespace, query));
+        return 200;
+      }
+      if (method !== "POST" || target.namespace === undefined) throw methodNotAllowed();
+      const written = createObject(registry, target.kind, target.namespace, await jsonBody(request, target.kind), { fieldValidation });
+      sendJson(response, written.code, written.object, written.warnings);
+      return written.code;
+    }
+    if (method === "GET") {
+      const rv = query.get("resourceVersion") ?? "";
+      if (rv !== "" && rv !== "0" && parseResourceVersion(rv) > store.resourceVersion)
+        throw tooLargeResourceVersion(parseResourceVersion(rv), store.resourceVersion);
+      sendJson(response, 200, getObject(registry, target));
+      return 200;
+    }
+    let written: { code: number; object: unknown; warnings: readonly string[] };
+    if (method === "PUT") written = replaceObject(registry, target, await jsonBody(request, target.kind), { fieldValidation });
+    else if (method === "PATCH")
+      written = patchObject(registry, target, await readBody(request), request.headers["content-type"] ?? "", { fieldValidation });
+    else if (method === "DELETE" && target.subresource === undefined) {
+      const text = await readBody(request);
+      written = deleteObject(registry, target, deleteOptions(query, text.trim() === "" ? undefined : parseBody(text, target.kind)));
+    } else throw methodNotAllowed();
+    sendJson(response, written.code, written.object, written.warnings);
+    return written.code;
+  }
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const method = request.method ?? "GET";
+    let verb = "other";
+    try {
+      const url = new URL(request.url ?? "/", "http://127.0.0.1");
+      if (options.token !== undefined && request.headers.authorization !== `Bearer ${options.token}`) throw unauthorized();
+      let target: Route | ApiError;
+      try {
+        target = route(url.pathname, address);
+        verb = verbOf(method, target, url.searchParams);
+      } catch (error) {
+        target = error instanceof ApiError ? error : plainError(String(error));
+      }
+      const fault = takeFault(method, url.pathname);
+      if (fault !== undefined) throw fault;
+      if (target instanceof ApiError) throw target;
+      count(verb, await serve(request, response, target, url.searchParams));
+    } catch (error) {
+      const failure =
+        error instanceof ApiError ? error : plainError(`kube-test-server: ${error instanceof Error ? error.message : String(error)}`);
+      count(verb, failure.code);
+      if (response.headersSent) response.destroy();
+      else sendJson(response, failure.code, failure.status);
+    }
+  }
+
+  const server = createServer((request, response) => {
+    void handle(request, response);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  address = `${host}:${port}`;
+  const url = `http://${address}`;
+
+  return {
+    url,
+    kubeconfig: (kubeconfigOptions) => kubeconfigText(url, options.token, kubeconfigOptions),
+    writeKubeconfig: (path, kubeconfigOptions) => writeFile(path, kubeconfigText(url, options.token, kubeconfigOptions), { mode: 0o600 }),
+    stats: () => structuredClone(stats),
+    failNext(fault) {
+      faults.push({ ...fault, times: fault.times ?? 1 });
+    },
+    close() {
+      for (const watch of watches) watch.close();
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}

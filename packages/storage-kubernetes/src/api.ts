@@ -1,0 +1,113 @@
+import http from "node:http";
+import https from "node:https";
+import {
+  type ConfigurationOptions,
+  CustomObjectsApi,
+  type KubeConfig,
+  Observable,
+  type ObservableMiddleware,
+  type RequestContext,
+  type ResponseContext,
+} from "@kubernetes/client-node";
+import { apiFailure, mapKubeError } from "./errors.js";
+import { GROUP, type Kind, type KubeObject, VERSION } from "./objects.js";
+
+/**
+ * The few custom-object calls the store makes, over `@kubernetes/client-node`. Errors come out
+ * as ipamkit errors (errors.ts); a GET of a missing object is `undefined`, not an error.
+ */
+export interface ObjectApi {
+  readonly namespace: string;
+  get(kind: Kind, name: string): Promise<KubeObject | undefined>;
+  /** Every object of the kind in the namespace, page by page. */
+  list(kind: Kind): Promise<KubeObject[]>;
+  create(kind: Kind, object: KubeObject): Promise<KubeObject>;
+  /** PUT guarded by `object.metadata.resourceVersion`: 409 when stale. */
+  replace(kind: Kind, object: KubeObject): Promise<KubeObject>;
+  /** DELETE guarded by a resourceVersion precondition: 409 when stale. */
+  remove(kind: Kind, name: string, resourceVersion: string): Promise<void>;
+  /** Closes the kept-alive connections. */
+  close(): void;
+}
+
+export interface ObjectApiOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  requestTimeoutMs: number;
+  pageSize: number;
+}
+
+const resolved = <T>(value: T) => new Observable(Promise.resolve(value));
+
+/**
+ * Per-request deadline, and one keep-alive connection pool: client-node builds a new agent for
+ * every request (a new TCP connection, and a TLS handshake on https). The first agent's options
+ * (CA, client certificate, skip-verify) are copied once into a keep-alive agent of the same kind.
+ */
+function transport(requestTimeoutMs: number): ObservableMiddleware & { close(): void } {
+  let shared: http.Agent | undefined;
+  return {
+    close: () => shared?.destroy(),
+    pre(context: RequestContext) {
+      context.setSignal(AbortSignal.timeout(requestTimeoutMs));
+      const agent = context.getAgent();
+      if (agent !== undefined && (agent.constructor === http.Agent || agent.constructor === https.Agent)) {
+        shared ??= new (agent.constructor as typeof http.Agent)({ ...(agent as unknown as { options: object }).options, keepAlive: true });
+        context.setAgent(shared);
+      }
+      return resolved(context);
+    },
+    post: (response: ResponseContext) => resolved(response),
+  };
+}
+
+export function createObjectApi(options: ObjectApiOptions): ObjectApi {
+  const client = options.kubeConfig.makeApiClient(CustomObjectsApi);
+  const connections = transport(options.requestTimeoutMs);
+  const call: ConfigurationOptions = { middleware: [connections], middlewareMergeStrategy: "append" };
+  const { namespace } = options;
+  const base = (kind: Kind) => ({ group: GROUP, version: VERSION, namespace, plural: kind.plural });
+  const label = (kind: Kind, name: string | undefined) => `${kind.kind} ${namespace}/${name ?? "?"}`;
+  const run = async <T>(operation: string, object: string, request: () => Promise<T>): Promise<T> => {
+    try {
+      return await request();
+    } catch (error) {
+      throw mapKubeError(error, operation, object);
+    }
+  };
+  return {
+    namespace,
+    close: () => connections.close(),
+    async get(kind, name) {
+      try {
+        return (await client.getNamespacedCustomObject({ ...base(kind), name }, call)) as KubeObject;
+      } catch (error) {
+        if (apiFailure(error).status === 404) return undefined;
+        throw mapKubeError(error, "get", label(kind, name));
+      }
+    },
+    async list(kind) {
+      const items: KubeObject[] = [];
+      let token: string | undefined;
+      do {
+        const page = (await run("list", `${kind.plural} in ${namespace}`, () =>
+          client.listNamespacedCustomObject({ ...base(kind), limit: options.pageSize, ...(token ? { _continue: token } : {}) }, call),
+        )) as { items?: KubeObject[]; metadata?: { continue?: string } };
+        items.push(...(page.items ?? []));
+        token = page.metadata?.continue || undefined;
+      } while (token !== undefined);
+      return items;
+    },
+    create: (kind, object) =>
+      run("create", label(kind, object.metadata?.name), () => client.createNamespacedCustomObject({ ...base(kind), body: object }, call)),
+    replace: (kind, object) => {
+      const name = object.metadata?.name ?? "";
+      return run("replace", label(kind, name), () => client.replaceNamespacedCustomObject({ ...base(kind), name, body: object }, call));
+    },
+    async remove(kind, name, resourceVersion) {
+      await run("delete", label(kind, name), () =>
+        client.deleteNamespacedCustomObject({ ...base(kind), name, body: { preconditions: { resourceVersion } } }, call),
+      );
+    },
+  };
+}

@@ -1,0 +1,191 @@
+import { randomUUID } from "node:crypto";
+import {
+  type Claim,
+  type ClaimRef,
+  cidrContains,
+  comparePoolRefs,
+  formatIp,
+  type IpamStore,
+  parseIp,
+  StoreConflictError,
+  StoreCorruptError,
+  type StoredClaim,
+  type StoredPool,
+  type Version,
+} from "@ipamkit/core";
+import { createObjectApi } from "./api.js";
+import { STORE_NAME } from "./errors.js";
+import { ipPoolFor, ipPoolRange, poolFromIPPool } from "./ippool.js";
+import { type ListedPool, resolveLegacyHolder } from "./legacy.js";
+import { addressFromReservationName, ipPoolName, networkOfPool, reservationName } from "./names.js";
+import { ANNOTATION, IPPOOL, type Kind, type KubeObject, RESERVATION } from "./objects.js";
+import { type KubernetesStoreOptions, resolveOptions } from "./options.js";
+import { readReservation, reservationFor } from "./orip.js";
+import { fieldsKept } from "./pruning.js";
+
+/**
+ * The Kubernetes store, on Whereabouts' own custom resources (see DESIGN.md). A pool is one
+ * IPPool; its version is `metadata.resourceVersion`; every write is a PUT (or a create) guarded by
+ * it, so a stale write is a 409 and changes nothing. Overlapping-range claims are
+ * OverlappingRangeIPReservations, written by core's fenced claim protocol (no multi-object
+ * transactions exist). No Lease, no leader election.
+ */
+export function createKubernetesStore(options: KubernetesStoreOptions = {}): IpamStore {
+  const resolved = resolveOptions(options);
+  const api = createObjectApi(resolved);
+  const namespace = resolved.namespace;
+  const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, { code: "IPAMKIT_KUBERNETES" }));
+  let warnedPruning = false;
+  /** The last object seen of each name: written over, so fields ipamkit does not know survive. */
+  const seen = new Map<string, KubeObject>();
+  /** The last pool decoded per IPPool name and version: a read at an unchanged version skips decoding. */
+  const decoded = new Map<string, StoredPool>();
+  const label = (kind: Kind, name: string) => `${kind.kind} ${namespace}/${name}`;
+  const versionOf = (object: KubeObject, kind: Kind, name: string): Version => {
+    const version = object.metadata?.resourceVersion;
+    if (typeof version !== "string" || version === "")
+      throw new StoreCorruptError(label(kind, name), "no metadata.resourceVersion", { component: STORE_NAME });
+    return version;
+  };
+  const remember = (kind: Kind, name: string, object: KubeObject): Version => {
+    seen.set(`${kind.plural}/${name}`, object);
+    return versionOf(object, kind, name);
+  };
+
+  /** The object to write over at `expected`: as last seen, or re-read; a different version is a conflict now. */
+  async function baseAt(kind: Kind, name: string, expected: Version): Promise<KubeObject> {
+    const last = seen.get(`${kind.plural}/${name}`);
+    if (last?.metadata?.resourceVersion === expected) return last;
+    const current = await api.get(kind, name);
+    if (current?.metadata?.resourceVersion !== expected) throw new StoreConflictError(label(kind, name), { component: STORE_NAME });
+    return current;
+  }
+
+  async function put(kind: Kind, body: KubeObject, expected: Version | undefined): Promise<KubeObject> {
+    return expected === undefined ? api.create(kind, body) : api.replace(kind, body);
+  }
+
+  async function listIPPools(): Promise<ListedPool[]> {
+    const out: ListedPool[] = [];
+    for (const object of await api.list(IPPOOL)) {
+      const name = object.metadata?.name ?? "";
+      const cidr = ipPoolRange(object, label(IPPOOL, name));
+      const network = networkOfPool(name, cidr.text);
+      if (network === undefined)
+        throw new StoreCorruptError(label(IPPOOL, name), `its name is not Whereabouts' name for spec.range ${cidr.text}`, {
+          component: STORE_NAME,
+        });
+      out.push({ ref: { network, cidr: cidr.text }, cidr, object, label: label(IPPOOL, name) });
+    }
+    return out.sort((a, b) => comparePoolRefs(a.ref, b.ref));
+  }
+
+  const store: IpamStore = {
+    name: STORE_NAME,
+    capabilities: { crossProcess: true, distributed: true },
+
+    async readPool(ref) {
+      const name = ipPoolName(ref);
+      const object = await api.get(IPPOOL, name);
+      if (object === undefined) {
+        decoded.delete(name);
+        return undefined;
+      }
+      const version = remember(IPPOOL, name, object);
+      const cached = decoded.get(name);
+      if (cached?.version === version) return cached;
+      const stored = { pool: poolFromIPPool(ref, object, label(IPPOOL, name)), version };
+      decoded.set(name, stored);
+      return stored;
+    },
+
+    async writePool(ref, pool, expected) {
+      const name = ipPoolName(ref);
+      const base = expected === undefined ? undefined : await baseAt(IPPOOL, name, expected);
+      const body = ipPoolFor(ref, pool, base, {
+        name,
+        namespace,
+        writeId: randomUUID(),
+        whereaboutsCompatible: resolved.whereaboutsCompatible,
+      });
+      const written = await put(IPPOOL, body, expected);
+      const version = remember(IPPOOL, name, written);
+      if (fieldsKept(pool, written)) decoded.set(name, { pool, version });
+      else {
+        decoded.delete(name);
+        if (!warnedPruning) {
+          warnedPruning = true;
+          warn(
+            `[ipamkit] [${STORE_NAME}] the API server dropped fields of ${label(IPPOOL, name)} (poduid, created, or unknown entry fields): ` +
+              "its IPPool CRD does not declare them; install ipamkit's CRD manifest to keep pod UIDs for reconciling",
+          );
+        }
+      }
+      return version;
+    },
+
+    async listPools() {
+      return (await listIPPools()).map((p) => p.ref);
+    },
+
+    async readClaim(ref): Promise<StoredClaim | undefined> {
+      const name = reservationName(ref);
+      const object = await api.get(RESERVATION, name);
+      if (object === undefined) return undefined;
+      const version = remember(RESERVATION, name, object);
+      const read = readReservation(ref, object, label(RESERVATION, name));
+      const claim: Claim = read.kind === "claim" ? read.claim : resolveLegacyHolder(ref, read.podRef, await listIPPools());
+      return { claim, version };
+    },
+
+    async writeClaim(ref, claim, expected) {
+      const name = reservationName(ref);
+      const base = expected === undefined ? undefined : await baseAt(RESERVATION, name, expected);
+      const body = reservationFor(ref, claim, base, { name, namespace, writeId: randomUUID() });
+      return remember(RESERVATION, name, await put(RESERVATION, body, expected));
+    },
+
+    async deleteClaim(ref, expected) {
+      const name = reservationName(ref);
+      await api.remove(RESERVATION, name, expected);
+      seen.delete(`${RESERVATION.plural}/${name}`);
+    },
+
+    async listClaims(network) {
+      const objects = await api.list(RESERVATION);
+      let pools: ListedPool[] | undefined;
+      const out: ClaimRef[] = [];
+      for (const object of objects) {
+        const name = object.metadata?.name ?? "";
+        const annotations = object.metadata?.annotations ?? {};
+        const annotated = annotations[ANNOTATION.address];
+        if (annotated !== undefined) {
+          if (annotations[ANNOTATION.network] === network) out.push({ network, address: annotated });
+          continue;
+        }
+        // A Whereabouts reservation: its address is only in its name. Keep a candidate only if it
+        // re-encodes to the same name and lies in a pool of this network.
+        const candidate = addressFromReservationName(name, network);
+        if (candidate === undefined) continue;
+        let address: string;
+        try {
+          address = formatIp(parseIp(candidate));
+        } catch {
+          continue;
+        }
+        if (reservationName({ network, address }) !== name) continue;
+        pools ??= (await listIPPools()).filter((p) => p.ref.network === network);
+        const ip = parseIp(address);
+        if (pools.some((p) => cidrContains(p.cidr, ip))) out.push({ network, address });
+      }
+      return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+    },
+
+    async close() {
+      api.close();
+      seen.clear();
+      decoded.clear();
+    },
+  };
+  return store;
+}

@@ -1,0 +1,68 @@
+/** The Whereabouts custom resources as plain JSON objects, and the annotations ipamkit adds. */
+
+export const GROUP = "whereabouts.cni.cncf.io";
+export const VERSION = "v1alpha1";
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+export const IPPOOL = { kind: "IPPool", plural: "ippools" } as const;
+export const RESERVATION = { kind: "OverlappingRangeIPReservation", plural: "overlappingrangeipreservations" } as const;
+export type Kind = typeof IPPOOL | typeof RESERVATION;
+
+/**
+ * Annotations ipamkit writes (Whereabouts ignores them and keeps them on its own writes, which
+ * patch only `spec`):
+ * - `write` changes on every ipamkit write, so even a write of identical content gets a new
+ *   resourceVersion (kube-apiserver skips no-op updates; fencing needs the version to move).
+ * - `lastOffset`: the round-robin cursor of an IPPool; `allocations`: how many addresses it holds
+ *   (a printer column of the shipped CRD; informational, never read back).
+ * - `network`, `address` (the claim) and `pool-network`, `range` (the holding pool): on an
+ *   OverlappingRangeIPReservation, which pool holds which
+ *   address — so names are never parsed back (Whereabouts keeps the IP only in the name).
+ */
+export const ANNOTATION = {
+  write: "ipamkit.io/write",
+  lastOffset: "ipamkit.io/last-offset",
+  allocations: "ipamkit.io/allocations",
+  network: "ipamkit.io/network",
+  poolNetwork: "ipamkit.io/pool-network",
+  range: "ipamkit.io/range",
+  address: "ipamkit.io/address",
+} as const;
+
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  resourceVersion?: string;
+  uid?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  [field: string]: unknown;
+}
+
+/** A custom object as read: everything ipamkit does not interpret is kept and written back. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+  spec?: Record<string, unknown>;
+  [field: string]: unknown;
+}
+
+export type Json = Record<string, unknown>;
+export const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** A copy of `base` (or a new object) with fresh metadata for a write: name, namespace, annotations. */
+export function objectForWrite(
+  kind: Kind,
+  base: KubeObject | undefined,
+  meta: { name: string; namespace: string; annotations: Record<string, string | undefined> },
+): KubeObject {
+  const metadata: ObjectMeta = { ...(base?.metadata ?? {}), name: meta.name, namespace: meta.namespace };
+  const annotations: Record<string, string> = { ...(metadata.annotations ?? {}) };
+  for (const [key, value] of Object.entries(meta.annotations)) {
+    if (value === undefined) delete annotations[key];
+    else annotations[key] = value;
+  }
+  metadata.annotations = annotations;
+  return { ...(base ?? {}), apiVersion: API_VERSION, kind: kind.kind, metadata };
+}
