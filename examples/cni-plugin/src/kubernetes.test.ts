@@ -1,0 +1,58 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startKubeTestServer } from "@ipamkit/kube-test-server";
+import { expect, it } from "vitest";
+import { cniEnv, runPlugin } from "../test/run-plugin.js";
+
+it("the binary on the Kubernetes store: ADD, repeated ADD, DEL, re-ADD through a kubeconfig to the test API server", async () => {
+  const server = await startKubeTestServer({ port: 0, token: "t0ken" });
+  try {
+    const kubeconfig = join(mkdtempSync(join(tmpdir(), "ipamkit-cni-kube-")), "whereabouts.kubeconfig");
+    await server.writeKubeconfig(kubeconfig, { namespace: "whereabouts" });
+    const conf = {
+      cniVersion: "1.0.0",
+      name: "kube-net",
+      type: "macvlan",
+      ipam: { type: "whereabouts", range: "10.72.0.0/24", kubernetes: { kubeconfig }, configuration_path: "/nonexistent-ipamkit" },
+    };
+    const args = { CNI_ARGS: "K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD_UID=uid-1" };
+    const add = await runPlugin(cniEnv("ADD", "k1", "net1", args), conf);
+    expect(add.json).toEqual({ cniVersion: "1.0.0", ips: [{ address: "10.72.0.1/24" }] });
+    expect((await runPlugin(cniEnv("ADD", "k1", "net1", args), conf)).json).toEqual(add.json);
+    expect((await runPlugin(cniEnv("ADD", "k2"), conf)).json).toEqual({ cniVersion: "1.0.0", ips: [{ address: "10.72.0.2/24" }] });
+    const pool = (await (
+      await fetch(`${server.url}/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/whereabouts/ippools/kube-net-10.72.0.0-24`, {
+        headers: { authorization: "Bearer t0ken" },
+      })
+    ).json()) as { spec?: { allocations?: Record<string, Record<string, unknown>> } };
+    // no network_name: the pool is the unnamed network's, named as Whereabouts names it
+    expect(pool.spec).toBeUndefined();
+    const unnamed = (await (
+      await fetch(`${server.url}/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/whereabouts/ippools/10.72.0.0-24`, {
+        headers: { authorization: "Bearer t0ken" },
+      })
+    ).json()) as { spec: { allocations: Record<string, Record<string, unknown>> } };
+    expect(unnamed.spec.allocations["1"]).toMatchObject({ id: "k1", ifname: "net1", podref: "default/web-0", poduid: "uid-1" });
+    expect((await runPlugin(cniEnv("DEL", "k1"), conf)).code).toBe(0);
+    expect((await runPlugin(cniEnv("ADD", "k3"), conf)).json).toEqual({ cniVersion: "1.0.0", ips: [{ address: "10.72.0.1/24" }] });
+  } finally {
+    await server.close();
+  }
+});
+
+it("an unreachable API server is reported with code 11, never swallowed on DEL", async () => {
+  const server = await startKubeTestServer({ port: 0 });
+  const kubeconfig = join(mkdtempSync(join(tmpdir(), "ipamkit-cni-kube-")), "kubeconfig");
+  await server.writeKubeconfig(kubeconfig);
+  await server.close();
+  const conf = {
+    cniVersion: "1.0.0",
+    name: "kube-down",
+    type: "macvlan",
+    ipam: { type: "ipamkit", range: "10.73.0.0/24", kubernetes: { kubeconfig }, configuration_path: "/nonexistent-ipamkit" },
+  };
+  const del = await runPlugin(cniEnv("DEL", "d1"), conf);
+  expect(del.code).toBe(1);
+  expect(del.json?.code).toBe(11);
+});
