@@ -120,7 +120,7 @@ describe("the built plugin, as a subprocess", () => {
       [cniEnv("ADD"), netconf("0.2.0"), 1],
       [cniEnv("ADD"), netconf("1.0.0", { range_start: "10.20.1.5" }), 7],
       [cniEnv("ADD"), netconf("1.0.0", { surprise: true }), 7],
-      [cniEnv("ADD"), netconf("1.0.0", { datastore: "kubernetes", kubernetes: { kubeconfig: "/etc/kube.conf" } }), 2],
+      [cniEnv("ADD"), netconf("1.0.0", { datastore: "kubernetes", kubernetes: { kubeconfig: "/nonexistent/kube.conf" } }), 7],
     ];
     for (const [env, stdin, code] of cases) {
       const r = await runPlugin(env, stdin);
