@@ -1,38 +1,34 @@
 // Builds dist/ipamkit: one minified CommonJS file with a shebang that runs with plain `node`, even
 // copied alone into a CNI bin directory. Every dependency is bundled (ESM builds, so zod/mini tree-
-// shakes) except the etcd client (grpc + .proto files at run time), loaded only for datastore "etcd".
+// shakes) except the etcd client (grpc + .proto files at run time), loaded only for datastore "etcd",
+// and the Kubernetes store, bundled apart into dist/ipamkit-kubernetes.cjs (@kubernetes/client-node,
+// ~1 MB minified) and loaded only for datastore "kubernetes".
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
 
+/** One minified CommonJS bundle for Node 20, resolving sibling packages to their sources. */
+const bundle = (options) =>
+  build({
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node20",
+    minify: true,
+    conditions: ["@ipamkit/source", "import", "module", "node"],
+    mainFields: ["module", "main"],
+    logLevel: "warning",
+    ...options,
+  });
+
 rmSync("dist", { recursive: true, force: true });
 mkdirSync("dist");
-await build({
+await bundle({
   entryPoints: ["src/main.ts"],
   outfile: "dist/ipamkit",
-  bundle: true,
-  platform: "node",
-  format: "cjs",
-  target: "node20",
-  minify: true,
-  conditions: ["@ipamkit/source", "import", "module", "node"],
-  mainFields: ["module", "main"],
   external: ["etcd3", "cockatiel"],
   banner: { js: "#!/usr/bin/env node" },
-  logLevel: "warning",
 });
-// The Kubernetes store with @kubernetes/client-node (~3 MB minified), loaded only for datastore "kubernetes".
-await build({
-  entryPoints: ["src/kubernetes.ts"],
-  outfile: "dist/ipamkit-kubernetes.cjs",
-  bundle: true,
-  platform: "node",
-  format: "cjs",
-  target: "node20",
-  minify: true,
-  conditions: ["@ipamkit/source", "import", "module", "node"],
-  mainFields: ["module", "main"],
-  logLevel: "warning",
-});
+await bundle({ entryPoints: ["src/kubernetes.ts"], outfile: "dist/ipamkit-kubernetes.cjs" });
 chmodSync("dist/ipamkit", 0o755);
 // keeps the extensionless file CommonJS inside this ESM workspace package
 writeFileSync("dist/package.json", '{"type":"commonjs"}\n');
