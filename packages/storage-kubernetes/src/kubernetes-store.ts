@@ -5,6 +5,7 @@ import {
   cidrContains,
   comparePoolRefs,
   formatIp,
+  type Ip,
   type IpamStore,
   parseIp,
   StoreConflictError,
@@ -167,15 +168,15 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
         // re-encodes to the same name and lies in a pool of this network.
         const candidate = addressFromReservationName(name, network);
         if (candidate === undefined) continue;
-        let address: string;
+        let ip: Ip;
         try {
-          address = formatIp(parseIp(candidate));
+          ip = parseIp(candidate);
         } catch {
           continue;
         }
+        const address = formatIp(ip);
         if (reservationName({ network, address }) !== name) continue;
         pools ??= (await listIPPools()).filter((p) => p.ref.network === network);
-        const ip = parseIp(address);
         if (pools.some((p) => cidrContains(p.cidr, ip))) out.push({ network, address });
       }
       return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));

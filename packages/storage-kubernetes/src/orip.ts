@@ -23,7 +23,6 @@ export function readReservation(ref: ClaimRef, object: KubeObject, objectName: s
   const network = annotations[ANNOTATION.network];
   const range = annotations[ANNOTATION.range];
   const address = annotations[ANNOTATION.address];
-  const poolNetwork = annotations[ANNOTATION.poolNetwork] ?? network;
   if (network === undefined && range === undefined && address === undefined) return { kind: "legacy", podRef };
   if (network === undefined || range === undefined || address === undefined)
     throw corrupt(objectName, `annotations ${ANNOTATION.network}, ${ANNOTATION.range} and ${ANNOTATION.address} must come together`);
@@ -34,6 +33,7 @@ export function readReservation(ref: ClaimRef, object: KubeObject, objectName: s
         "Whereabouts' names collide for these two (rename one network_name)",
     );
   }
+  const poolNetwork = annotations[ANNOTATION.poolNetwork] ?? network;
   const { containerid, ifname } = spec;
   if (typeof containerid !== "string" || (ifname !== undefined && typeof ifname !== "string"))
     throw corrupt(objectName, "spec.containerid must be a string, spec.ifname a string when present");
@@ -43,7 +43,7 @@ export function readReservation(ref: ClaimRef, object: KubeObject, objectName: s
   } catch (error) {
     throw corrupt(objectName, (error as Error).message);
   }
-  return { kind: "claim", claim: { pool: { network: poolNetwork ?? "", cidr: range }, key, ...(podRef === undefined ? {} : { podRef }) } };
+  return { kind: "claim", claim: { pool: { network: poolNetwork, cidr: range }, key, ...(podRef === undefined ? {} : { podRef }) } };
 }
 
 export function reservationFor(
