@@ -40,6 +40,17 @@ export type { PoolRecord, ReservationRecord } from "./pool-record.js";
 export { claimFromRecord, claimToRecord, poolFromRecord, poolToRecord, reservationToRecord } from "./pool-record.js";
 export type { OffsetInterval, Range, RangeSpec } from "./range.js";
 export { blockedAt, isAssignable, parseRange } from "./range.js";
+export type {
+  JudgeOptions,
+  KeepReason,
+  NetworkStatusEntry,
+  ObservedReservation,
+  OrphanReason,
+  PlanInput,
+  PodFacts,
+  Verdict,
+} from "./reconcile-plan.js";
+export { compareObserved, judgeReservation, planReconcile, podRefOf } from "./reconcile-plan.js";
 export type { Reservation } from "./reservation.js";
 export { sameReservation } from "./reservation.js";
 export type { ConflictCounter, RetryOptions } from "./retry.js";

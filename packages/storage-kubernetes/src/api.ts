@@ -44,7 +44,7 @@ const resolved = <T>(value: T) => new Observable(Promise.resolve(value));
  * every request (a new TCP connection, and a TLS handshake on https). The first agent's options
  * (CA, client certificate, skip-verify) are copied once into a keep-alive agent of the same kind.
  */
-function transport(requestTimeoutMs: number): ObservableMiddleware & { close(): void } {
+export function keepAliveTransport(requestTimeoutMs: number): ObservableMiddleware & { close(): void } {
   let shared: http.Agent | undefined;
   return {
     close: () => shared?.destroy(),
@@ -63,7 +63,7 @@ function transport(requestTimeoutMs: number): ObservableMiddleware & { close(): 
 
 export function createObjectApi(options: ObjectApiOptions): ObjectApi {
   const client = options.kubeConfig.makeApiClient(CustomObjectsApi);
-  const connections = transport(options.requestTimeoutMs);
+  const connections = keepAliveTransport(options.requestTimeoutMs);
   const call: ConfigurationOptions = { middleware: [connections], middlewareMergeStrategy: "append" };
   const { namespace } = options;
   const base = (kind: Kind) => ({ group: GROUP, version: VERSION, namespace, plural: kind.plural });

@@ -37,23 +37,32 @@ export interface ResolvedOptions {
   pageSize: number;
 }
 
-export function resolveOptions(options: KubernetesStoreOptions): ResolvedOptions {
-  let kubeConfig: KubeConfig;
-  if (options.kubeconfig instanceof KubeConfig) kubeConfig = options.kubeconfig;
-  else {
-    kubeConfig = new KubeConfig();
-    try {
-      if (typeof options.kubeconfig === "string") kubeConfig.loadFromFile(options.kubeconfig);
-      else kubeConfig.loadFromDefault();
-    } catch (error) {
-      const where = typeof options.kubeconfig === "string" ? `kubeconfig ${options.kubeconfig}` : "the default kubeconfig";
-      throw new InvalidRequestError(`cannot load ${where}: ${(error as Error).message}`);
-    }
+/** Loads a kubeconfig: a file (read now), a loaded KubeConfig, or client-node's defaults. */
+export function loadKubeConfig(kubeconfig: string | KubeConfig | undefined): KubeConfig {
+  if (kubeconfig instanceof KubeConfig) return kubeconfig;
+  const kubeConfig = new KubeConfig();
+  try {
+    if (typeof kubeconfig === "string") kubeConfig.loadFromFile(kubeconfig);
+    else kubeConfig.loadFromDefault();
+  } catch (error) {
+    const where = typeof kubeconfig === "string" ? `kubeconfig ${kubeconfig}` : "the default kubeconfig";
+    throw new InvalidRequestError(`cannot load ${where}: ${(error as Error).message}`);
   }
   if (kubeConfig.getCurrentCluster() === null) throw new InvalidRequestError("the kubeconfig has no current cluster");
+  return kubeConfig;
+}
+
+/** The pool namespace as the CNI plugin resolves it: explicit, else the context's, else kube-system. */
+export function resolveNamespace(kubeConfig: KubeConfig, namespace?: string): string {
   const contextNamespace = kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace;
-  const namespace = options.namespace ?? (contextNamespace || DEFAULT_NAMESPACE);
-  if (!DNS1123_LABEL.test(namespace)) throw new InvalidRequestError(`namespace ${JSON.stringify(namespace)} is not a valid namespace name`);
+  const resolved = namespace ?? (contextNamespace || DEFAULT_NAMESPACE);
+  if (!DNS1123_LABEL.test(resolved)) throw new InvalidRequestError(`namespace ${JSON.stringify(resolved)} is not a valid namespace name`);
+  return resolved;
+}
+
+export function resolveOptions(options: KubernetesStoreOptions): ResolvedOptions {
+  const kubeConfig = loadKubeConfig(options.kubeconfig);
+  const namespace = resolveNamespace(kubeConfig, options.namespace);
   const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
   const pageSize = options.pageSize ?? 500;
   if (!(requestTimeoutMs > 0)) throw new InvalidRequestError("requestTimeoutMs must be positive");

@@ -1,0 +1,132 @@
+import { cidrContains, type Ip, parseCidr, parseIp } from "./ip.js";
+import type { Reservation } from "./reservation.js";
+import { comparePoolRefs, type PoolRef } from "./store.js";
+
+/**
+ * Reconcile planning: is a reservation orphaned? Pure — the caller observes pools and pods and
+ * passes the clock. The verdict for one reservation depends only on that reservation and its pod,
+ * never on iteration order or on other reservations (Whereabouts released "the first entry with
+ * this pod name" in map order and freed live IPs: whereabouts#176). See the reconciler's DESIGN.md.
+ */
+
+/** What the reconciler needs to know about one live pod. */
+export interface PodFacts {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  /** `status.phase`: Pending, Running, Succeeded, Failed or Unknown. */
+  readonly phase: string;
+  /** Being deleted by the taint manager (condition DisruptionTarget=True, reason DeletionByTaintManager). */
+  readonly evictedByTaintManager: boolean;
+  /**
+   * Multus `k8s.v1.cni.cncf.io/network-status` entries (default network included); undefined when
+   * the pod has no such annotation or it does not parse.
+   */
+  readonly networkStatus?: readonly NetworkStatusEntry[];
+}
+
+export interface NetworkStatusEntry {
+  readonly name?: string;
+  readonly interface?: string;
+  /** Canonical address texts. */
+  readonly ips: readonly string[];
+  readonly default?: boolean;
+}
+
+/** A reservation as read from its pool. */
+export interface ObservedReservation {
+  readonly pool: PoolRef;
+  /** Canonical address text. */
+  readonly address: string;
+  readonly reservation: Reservation;
+}
+
+export type OrphanReason = "pod-missing" | "pod-uid-changed" | "pod-terminal" | "pod-evicted" | "ip-not-in-network-status";
+export type KeepReason = "no-pod-ref" | "within-grace" | "pod-pending" | "no-network-status" | "network-status-silent" | "live";
+
+export type Verdict =
+  | { readonly observed: ObservedReservation; readonly release: true; readonly reason: OrphanReason; readonly detail: string }
+  | { readonly observed: ObservedReservation; readonly release: false; readonly reason: KeepReason; readonly detail: string };
+
+export interface JudgeOptions {
+  readonly now: Date;
+  /** Reservations younger than this (by their `createdAt`) are never orphaned. */
+  readonly graceMs: number;
+}
+
+const TERMINAL = new Set(["Succeeded", "Failed"]);
+
+/** `namespace/name`, the form reservations record as podRef. */
+export function podRefOf(pod: { readonly namespace: string; readonly name: string }): string {
+  return `${pod.namespace}/${pod.name}`;
+}
+
+/**
+ * The network-status entries that speak for this attachment: the one of its interface; for a
+ * legacy reservation without ifname, those listing any address of the pool's CIDR.
+ */
+function entriesFor(observed: ObservedReservation, status: readonly NetworkStatusEntry[]): NetworkStatusEntry[] {
+  const ifName = observed.reservation.key.ifName;
+  if (ifName !== "") return status.filter((e) => e.interface === ifName);
+  const cidr = parseCidr(observed.pool.cidr);
+  const inPool = (text: string) => {
+    let ip: Ip;
+    try {
+      ip = parseIp(text);
+    } catch {
+      return false;
+    }
+    return cidrContains(cidr, ip);
+  };
+  return status.filter((e) => e.ips.some(inPool));
+}
+
+function ageMs(reservation: Reservation, now: Date): number | undefined {
+  if (reservation.createdAt === undefined) return undefined;
+  const created = Date.parse(reservation.createdAt);
+  return Number.isNaN(created) ? undefined : now.getTime() - created;
+}
+
+/** The verdict for one reservation given its pod (undefined: no such pod). */
+export function judgeReservation(observed: ObservedReservation, pod: PodFacts | undefined, options: JudgeOptions): Verdict {
+  const keep = (reason: KeepReason, detail: string): Verdict => ({ observed, release: false, reason, detail });
+  const orphan = (reason: OrphanReason, detail: string): Verdict => ({ observed, release: true, reason, detail });
+  const { reservation } = observed;
+  const podRef = reservation.podRef;
+  if (podRef === undefined || podRef === "") return keep("no-pod-ref", "the reservation names no pod");
+  const age = ageMs(reservation, options.now);
+  if (age !== undefined && age < options.graceMs) return keep("within-grace", `created ${Math.round(age / 1000)} s ago`);
+  if (pod === undefined) return orphan("pod-missing", `pod ${podRef} does not exist`);
+  if (reservation.podUid !== undefined && reservation.podUid !== "" && reservation.podUid !== pod.uid) {
+    return orphan("pod-uid-changed", `pod ${podRef} is now UID ${pod.uid}, the reservation was made for UID ${reservation.podUid}`);
+  }
+  if (TERMINAL.has(pod.phase)) return orphan("pod-terminal", `pod ${podRef} is ${pod.phase}`);
+  if (pod.evictedByTaintManager) return orphan("pod-evicted", `pod ${podRef} is being deleted by the taint manager`);
+  if (pod.phase === "Pending") return keep("pod-pending", `pod ${podRef} is Pending`);
+  if (pod.networkStatus === undefined) return keep("no-network-status", `pod ${podRef} has no readable network-status`);
+  const entries = entriesFor(observed, pod.networkStatus);
+  const listed = entries.flatMap((e) => e.ips);
+  if (listed.length === 0) return keep("network-status-silent", `pod ${podRef}'s network-status lists no address for this attachment`);
+  if (listed.includes(observed.address)) return keep("live", `pod ${podRef} uses ${observed.address}`);
+  return orphan("ip-not-in-network-status", `pod ${podRef}'s network-status lists ${listed.join(", ")}, not ${observed.address}`);
+}
+
+/** Stable order of observations: pool, then offset. */
+export function compareObserved(a: ObservedReservation, b: ObservedReservation): number {
+  const byPool = comparePoolRefs(a.pool, b.pool);
+  if (byPool !== 0) return byPool;
+  return a.reservation.offset < b.reservation.offset ? -1 : a.reservation.offset > b.reservation.offset ? 1 : 0;
+}
+
+export interface PlanInput extends JudgeOptions {
+  readonly reservations: readonly ObservedReservation[];
+  /** Live pods by `namespace/name`. */
+  readonly pods: ReadonlyMap<string, PodFacts>;
+}
+
+/** One verdict per reservation, in stable order (pool, offset) whatever the input order. */
+export function planReconcile(input: PlanInput): Verdict[] {
+  return [...input.reservations]
+    .sort(compareObserved)
+    .map((observed) => judgeReservation(observed, input.pods.get(observed.reservation.podRef ?? ""), input));
+}
