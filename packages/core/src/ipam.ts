@@ -60,7 +60,12 @@ export interface Ipam {
   /** Releases exactly this key in every range (ranges holding nothing are fine). */
   release(input: ReleaseInput): Promise<Released[]>;
   /** Releases `expected` only if unchanged since observed (for reconcilers). */
-  releaseIf(pool: PoolRef, expected: Reservation): Promise<"released" | "absent" | "changed">;
+  releaseIf(pool: PoolRef, expected: Reservation): Promise<ConditionalReleaseOutcome>;
+  /**
+   * `releaseIf` for several reservations of one pool in one conditional write (reconcilers; keep
+   * batches small on etcd, whose transactions hold at most 128 operations). One outcome each, in order.
+   */
+  releaseAllIf(pool: PoolRef, expected: readonly Reservation[]): Promise<ConditionalReleaseOutcome[]>;
   /** The reservation of this key in each range (undefined where none). */
   lookup(input: ReleaseInput): Promise<(Assigned | undefined)[]>;
   readonly conflicts: ConflictCounter;
@@ -68,11 +73,11 @@ export interface Ipam {
 
 const MAX_PROBES = 1024;
 
-/** What a release takes out of a pool as read. */
+/** What a release takes out of a pool as read: the pool after, what left it, and one outcome per request. */
 interface ReleaseDecision {
   pool: Pool;
-  released: Reservation | undefined;
-  outcome: ConditionalReleaseOutcome;
+  released: Reservation[];
+  outcomes: ConditionalReleaseOutcome[];
 }
 
 /** A pool write that claims one address first. */
@@ -195,43 +200,61 @@ export function createIpam(options: IpamOptions): Ipam {
 
   /**
    * The one release path. `decide` picks what to release from the pool as read (by exact key, or
-   * only if unchanged). The claim's version is read *before* the pool write and the claim deleted at
-   * that version — in the same commit where the store can, else right after (DESIGN.md).
+   * only what is unchanged). Each claim's version is read *before* the pool write and the claim
+   * deleted at that version — in the same commit where the store can, else right after (DESIGN.md).
    */
   async function releaseWhere(ref: PoolRef, decide: (pool: Pool) => ReleaseDecision): Promise<ReleaseDecision> {
-    const done = await withConflictRetry(async (): Promise<ReleaseDecision & { dropLater?: { ref: ClaimRef; version: Version } }> => {
+    const done = await withConflictRetry(async (): Promise<ReleaseDecision & { dropLater?: { ref: ClaimRef; version: Version }[] }> => {
       const stored = await store.readPool(ref);
-      if (stored === undefined) return { pool: Pool.empty(parseCidr(ref.cidr)), released: undefined, outcome: "absent" };
+      if (stored === undefined) return decide(Pool.empty(parseCidr(ref.cidr)));
       const decision = decide(stored.pool);
-      const released = decision.released;
-      if (released === undefined) return decision;
-      const claimRef = protect ? claimRefFor(ref, released.offset) : undefined;
-      const claimVersion = claimRef === undefined ? undefined : await ownClaimVersion(store, claimRef, ref, released.key);
-      const deleteClaim: StoreWrite[] =
-        claimRef !== undefined && claimVersion !== undefined ? [{ kind: "delete-claim", ref: claimRef, expected: claimVersion }] : [];
+      if (decision.released.length === 0) return decision;
+      const claims: { ref: ClaimRef; version: Version }[] = [];
+      for (const released of protect ? decision.released : []) {
+        const claimRef = claimRefFor(ref, released.offset);
+        const version = await ownClaimVersion(store, claimRef, ref, released.key);
+        if (version !== undefined) claims.push({ ref: claimRef, version });
+      }
+      const deleteClaims: StoreWrite[] = claims.map((c) => ({ kind: "delete-claim", ref: c.ref, expected: c.version }));
       if (entryWrites) {
-        await (store.commit as NonNullable<IpamStore["commit"]>)([{ kind: "unreserve", ref, reservation: released }, ...deleteClaim]);
+        const unreserve: StoreWrite[] = decision.released.map((reservation) => ({ kind: "unreserve", ref, reservation }));
+        await (store.commit as NonNullable<IpamStore["commit"]>)([...unreserve, ...deleteClaims]);
         return decision;
       }
-      if (deleteClaim.length > 0 && store.commit !== undefined) {
-        await store.commit([{ kind: "pool", ref, pool: decision.pool, expected: stored.version }, ...deleteClaim]);
+      if (deleteClaims.length > 0 && store.commit !== undefined) {
+        await store.commit([{ kind: "pool", ref, pool: decision.pool, expected: stored.version }, ...deleteClaims]);
         return decision;
       }
       await store.writePool(ref, decision.pool, stored.version);
-      return claimRef !== undefined && claimVersion !== undefined
-        ? { ...decision, dropLater: { ref: claimRef, version: claimVersion } }
-        : decision;
+      return claims.length > 0 ? { ...decision, dropLater: claims } : decision;
     }, retry);
-    if (done.dropLater !== undefined) await dropClaim(store, done.dropLater.ref, done.dropLater.version);
+    for (const claim of done.dropLater ?? []) await dropClaim(store, claim.ref, claim.version);
     return done;
   }
 
   async function releaseOne(ref: PoolRef, range: Range, key: AttachmentKey): Promise<Released | undefined> {
     const { released } = await releaseWhere(ref, (pool) => {
       const result = release(pool, key);
-      return { ...result, outcome: result.released === undefined ? "absent" : "released" };
+      return result.released === undefined
+        ? { pool, released: [], outcomes: ["absent"] }
+        : { pool: result.pool, released: [result.released], outcomes: ["released"] };
     });
-    return released === undefined ? undefined : { pool: ref, address: ipAt(range.cidr, released.offset), reservation: released };
+    const [reservation] = released;
+    return reservation === undefined ? undefined : { pool: ref, address: ipAt(range.cidr, reservation.offset), reservation };
+  }
+
+  /** Takes every still-unchanged reservation of `expected` out of the pool (one write). */
+  function releaseUnchanged(expected: readonly Reservation[]): (pool: Pool) => ReleaseDecision {
+    return (pool) => {
+      const decision: ReleaseDecision = { pool, released: [], outcomes: [] };
+      for (const reservation of expected) {
+        const result = releaseIf(decision.pool, reservation);
+        decision.pool = result.pool;
+        decision.outcomes.push(result.outcome);
+        if (result.released !== undefined) decision.released.push(result.released);
+      }
+      return decision;
+    };
   }
 
   function placeStatics(ranges: readonly Range[], addresses: readonly string[] | undefined): (string | undefined)[] {
@@ -279,7 +302,12 @@ export function createIpam(options: IpamOptions): Ipam {
       return out;
     },
     async releaseIf(ref, expected) {
-      return (await releaseWhere(ref, (pool) => releaseIf(pool, expected))).outcome;
+      const [outcome] = (await releaseWhere(ref, releaseUnchanged([expected]))).outcomes;
+      return outcome ?? "absent";
+    },
+    async releaseAllIf(ref, expected) {
+      if (expected.length === 0) return [];
+      return (await releaseWhere(ref, releaseUnchanged(expected))).outcomes;
     },
     async lookup(input) {
       return Promise.all(

@@ -147,24 +147,29 @@ describe("planReconcile", () => {
       ips: fc.option(fc.array(fc.integer({ min: 1, max: 40 }), { maxLength: 3 }), { nil: undefined }),
     });
     fc.assert(
-      fc.property(fc.uniqueArray(arbObserved, { maxLength: 12, selector: (s) => s.offset }), fc.option(arbPod, { nil: undefined }), (specs, podSpec) => {
-        const reservations = specs.map((s) => observed(s.offset, { ...s, createdAt: s.young ? NOW.toISOString() : old }));
-        const pods = new Map<string, PodFacts>();
-        if (podSpec !== undefined) {
-          const networkStatus = podSpec.ips === undefined ? undefined : [{ interface: "net1", ips: podSpec.ips.map((i) => `10.1.0.${i}`) }];
-          const p = pod({ ...podSpec, ...(networkStatus === undefined ? {} : { networkStatus }) });
-          pods.set(podRefOf(p), p);
-        }
-        const plan = planReconcile({ reservations, pods, now: NOW, graceMs: GRACE });
-        const reversed = planReconcile({ reservations: [...reservations].reverse(), pods, now: NOW, graceMs: GRACE });
-        expect(plan.map((v) => [v.observed.address, v.release])).toEqual(reversed.map((v) => [v.observed.address, v.release]));
-        for (const v of plan) {
-          const alone = judge(v.observed, pods.get(v.observed.reservation.podRef ?? ""));
-          expect(v.release).toBe(alone.release);
-          if (v.observed.reservation.createdAt === NOW.toISOString() && v.observed.reservation.podRef !== undefined)
-            expect(v.release).toBe(false);
-        }
-      }),
+      fc.property(
+        fc.uniqueArray(arbObserved, { maxLength: 12, selector: (s) => s.offset }),
+        fc.option(arbPod, { nil: undefined }),
+        (specs, podSpec) => {
+          const reservations = specs.map((s) => observed(s.offset, { ...s, createdAt: s.young ? NOW.toISOString() : old }));
+          const pods = new Map<string, PodFacts>();
+          if (podSpec !== undefined) {
+            const networkStatus =
+              podSpec.ips === undefined ? undefined : [{ interface: "net1", ips: podSpec.ips.map((i) => `10.1.0.${i}`) }];
+            const p = pod({ ...podSpec, ...(networkStatus === undefined ? {} : { networkStatus }) });
+            pods.set(podRefOf(p), p);
+          }
+          const plan = planReconcile({ reservations, pods, now: NOW, graceMs: GRACE });
+          const reversed = planReconcile({ reservations: [...reservations].reverse(), pods, now: NOW, graceMs: GRACE });
+          expect(plan.map((v) => [v.observed.address, v.release])).toEqual(reversed.map((v) => [v.observed.address, v.release]));
+          for (const v of plan) {
+            const alone = judge(v.observed, pods.get(v.observed.reservation.podRef ?? ""));
+            expect(v.release).toBe(alone.release);
+            if (v.observed.reservation.createdAt === NOW.toISOString() && v.observed.reservation.podRef !== undefined)
+              expect(v.release).toBe(false);
+          }
+        },
+      ),
       { numRuns: 500 },
     );
   });

@@ -1,4 +1,4 @@
-import { type Claim, createIpam, formatIp, Pool, parseCidr, parseRange } from "@ipamkit/core";
+import { type Claim, createIpam, formatIp, ipAt, Pool, parseCidr, parseRange } from "@ipamkit/core";
 import { expect, it } from "vitest";
 import { key, type SuiteContext } from "./context.js";
 
@@ -39,6 +39,24 @@ export function registerOverlapCases(ctx: SuiteContext): void {
     const [b] = await i.allocate({ ranges: [narrow], key: key("b") });
     expect(text(b)).toBe("10.40.0.1");
     expect((await ctx.store().listClaims("")).map((c) => c.address)).toEqual(["10.40.0.1"]);
+  });
+
+  it("releaseAllIf frees the unchanged reservations of one pool in one write, with their claims only", async () => {
+    const s = ctx.store();
+    const i = createIpam({ store: s });
+    const ref = { network: "", cidr: wide.cidr.text };
+    for (const c of ["a", "b", "c"]) await i.allocate({ ranges: [wide], key: key(c), podUid: `${c}-1` });
+    const observed = ((await s.readPool(ref))?.pool.reservations() ?? []).slice();
+    // b is re-created (same key, new owner) after it was observed; c is released meanwhile
+    await i.release({ ranges: [wide], key: key("b") });
+    await i.allocate({ ranges: [wide], key: key("b"), podUid: "b-2" });
+    await i.release({ ranges: [wide], key: key("c") });
+    expect(await i.releaseAllIf(ref, observed)).toEqual(["released", "changed", "absent"]);
+    const left = (await s.readPool(ref))?.pool.reservations() ?? [];
+    expect(left.map((r) => `${r.key.containerId}:${r.podUid}`)).toEqual(["b:b-2"]);
+    const bAddress = formatIp(ipAt(wide.cidr, left[0]?.offset ?? 0n));
+    expect((await s.listClaims("")).map((c) => c.address)).toEqual([bAddress]);
+    expect(await i.releaseAllIf(ref, [])).toEqual([]);
   });
 
   it("crash after claiming, before the pool write: the dangling claim is taken over, never doubly held", async () => {
