@@ -1,0 +1,195 @@
+import {
+  type ConditionalReleaseOutcome,
+  createIpam,
+  InvalidRequestError,
+  type IpamStore,
+  judgeReservation,
+  type KeepReason,
+  type PodFacts,
+  type PoolRef,
+  planReconcile,
+  poolId,
+  type RetryOptions,
+  type Verdict,
+} from "@ipamkit/core";
+import pino, { type Logger } from "pino";
+import { observePools } from "./observe.js";
+import type { PodSource } from "./pod-source.js";
+
+/** Default grace period: a reservation younger than this is never released. */
+export const DEFAULT_GRACE_MS = 5 * 60_000;
+/** Releases per conditional pool write (etcd transactions hold at most 128 operations). */
+const BATCH = 50;
+
+export interface ReconcileOptions {
+  store: IpamStore;
+  pods: PodSource;
+  /** Default {@link DEFAULT_GRACE_MS}. */
+  graceMs?: number;
+  /** Report what would be released, change nothing. */
+  dryRun?: boolean;
+  /** Overlapping-range records are deleted with their reservations (default true, as the CNI plugin). */
+  overlappingRanges?: boolean;
+  /** Only the reservations of these pods (`namespace/name`): the pod watch's targeted pass. */
+  podRefs?: ReadonlySet<string>;
+  logger?: Logger;
+  now?: () => Date;
+  retry?: RetryOptions;
+}
+
+export type SkipReason = "pod-revalidated" | Exclude<ConditionalReleaseOutcome, "released">;
+
+export interface ReconcileReport {
+  dryRun: boolean;
+  pools: number;
+  reservations: number;
+  /** Released (or, in a dry run, would be released), with the reason. */
+  released: Verdict[];
+  kept: Partial<Record<KeepReason, number>>;
+  /** Orphaned when planned, not released: the pod came back on a fresh read, or the reservation changed or left meanwhile. */
+  skipped: { verdict: Verdict; why: SkipReason }[];
+  failed: { subject: string; error: Error }[];
+}
+
+const silent = pino({ level: "silent" });
+
+/**
+ * One reconcile pass. Order matters for one thing only, the snapshot race (whereabouts#207):
+ * pools are read *before* pods are listed, so every reservation seen belongs to a pod that already
+ * existed when the pod list started. Each orphan is re-checked against a fresh read of its pod,
+ * then released only if unchanged since observed (compare-and-swap through the store).
+ */
+export async function reconcileOnce(options: ReconcileOptions): Promise<ReconcileReport> {
+  const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+  if (!(graceMs >= 0)) throw new InvalidRequestError("graceMs must be zero or positive");
+  const log = options.logger ?? silent;
+  const now = options.now ?? (() => new Date());
+  const dryRun = options.dryRun === true;
+
+  const observation = await observePools(options.store, options.podRefs);
+  const pods = await podsFor(
+    options,
+    observation.reservations.map((o) => o.reservation.podRef ?? ""),
+  );
+  const plan = planReconcile({ reservations: observation.reservations, pods, now: now(), graceMs });
+
+  const report: ReconcileReport = {
+    dryRun,
+    pools: observation.pools,
+    reservations: observation.reservations.length,
+    released: [],
+    kept: {},
+    skipped: [],
+    failed: observation.unreadable.map((u) => ({ subject: `pool ${poolId(u.pool)}`, error: u.error })),
+  };
+  for (const u of observation.unreadable) log.error({ pool: poolId(u.pool), err: u.error }, "pool unreadable; left as it is");
+
+  const orphans: Verdict[] = [];
+  for (const verdict of plan) {
+    if (verdict.release) orphans.push(verdict);
+    else report.kept[verdict.reason] = (report.kept[verdict.reason] ?? 0) + 1;
+  }
+  const confirmed = options.podRefs === undefined ? await revalidate(orphans, options, report, now, graceMs) : orphans;
+  if (dryRun) {
+    for (const v of confirmed) log.info(describe(v), "would release (dry run)");
+    report.released.push(...confirmed);
+    return report;
+  }
+  const ipam = createIpam({
+    store: options.store,
+    ...(options.overlappingRanges === undefined ? {} : { overlappingRanges: options.overlappingRanges }),
+    ...(options.retry === undefined ? {} : { retry: options.retry }),
+  });
+  for (const [pool, verdicts] of byPool(confirmed)) {
+    for (let i = 0; i < verdicts.length; i += BATCH) {
+      const batch = verdicts.slice(i, i + BATCH);
+      try {
+        const outcomes = await ipam.releaseAllIf(
+          pool,
+          batch.map((v) => v.observed.reservation),
+        );
+        batch.forEach((verdict, n) => {
+          const outcome = outcomes[n] ?? "absent";
+          if (outcome === "released") {
+            report.released.push(verdict);
+            log.info(describe(verdict), "released");
+          } else {
+            report.skipped.push({ verdict, why: outcome });
+            log.info(describe(verdict), `not released: the reservation is ${outcome === "changed" ? "changed" : "gone"} since observed`);
+          }
+        });
+      } catch (error) {
+        const err = error instanceof Error ? error : new Error(String(error));
+        report.failed.push({ subject: `pool ${poolId(pool)}`, error: err });
+        log.error({ pool: poolId(pool), count: batch.length, err }, "release failed; retried on the next pass");
+      }
+    }
+  }
+  return report;
+}
+
+/** Every pod when reconciling everything (one paginated list); only the named ones for a targeted pass. */
+async function podsFor(options: ReconcileOptions, podRefs: string[]): Promise<ReadonlyMap<string, PodFacts>> {
+  if (options.podRefs === undefined) return options.pods.list();
+  const pods = new Map<string, PodFacts>();
+  for (const ref of new Set(podRefs)) {
+    const pod = await getPod(options.pods, ref);
+    if (pod !== undefined) pods.set(ref, pod);
+  }
+  return pods;
+}
+
+async function getPod(source: PodSource, podRef: string): Promise<PodFacts | undefined> {
+  const slash = podRef.indexOf("/");
+  return source.get(podRef.slice(0, slash), podRef.slice(slash + 1));
+}
+
+/** Re-reads the pod of every orphan (once per pod) and keeps only those still orphaned. */
+async function revalidate(
+  orphans: Verdict[],
+  options: ReconcileOptions,
+  report: ReconcileReport,
+  now: () => Date,
+  graceMs: number,
+): Promise<Verdict[]> {
+  const fresh = new Map<string, PodFacts | undefined>();
+  const confirmed: Verdict[] = [];
+  for (const verdict of orphans) {
+    const podRef = verdict.observed.reservation.podRef ?? "";
+    try {
+      if (!fresh.has(podRef)) fresh.set(podRef, await getPod(options.pods, podRef));
+    } catch (error) {
+      report.failed.push({ subject: `pod ${podRef}`, error: error instanceof Error ? error : new Error(String(error)) });
+      continue;
+    }
+    const again = judgeReservation(verdict.observed, fresh.get(podRef), { now: now(), graceMs });
+    if (again.release) confirmed.push(again);
+    else report.skipped.push({ verdict, why: "pod-revalidated" });
+  }
+  return confirmed;
+}
+
+function byPool(verdicts: Verdict[]): Map<PoolRef, Verdict[]> {
+  const groups = new Map<string, { ref: PoolRef; verdicts: Verdict[] }>();
+  for (const v of verdicts) {
+    const id = poolId(v.observed.pool);
+    const group = groups.get(id) ?? { ref: v.observed.pool, verdicts: [] };
+    group.verdicts.push(v);
+    groups.set(id, group);
+  }
+  return new Map([...groups.values()].map((g) => [g.ref, g.verdicts]));
+}
+
+/** The log fields of one verdict. */
+export function describe(verdict: Verdict): Record<string, string> {
+  const r = verdict.observed.reservation;
+  return {
+    pool: poolId(verdict.observed.pool),
+    address: verdict.observed.address,
+    containerId: r.key.containerId,
+    ifName: r.key.ifName,
+    podRef: r.podRef ?? "",
+    reason: verdict.reason,
+    detail: verdict.detail,
+  };
+}
