@@ -1,6 +1,10 @@
+export type { PodControllerOptions } from "./controller.js";
+export { runPodController } from "./controller.js";
 export { LEGACY_NETWORK_STATUS, NETWORK_STATUS, parseNetworkStatus } from "./network-status.js";
 export { podFacts } from "./pod-facts.js";
 export type { KubernetesPodSourceOptions, PodSource } from "./pod-source.js";
 export { createKubernetesPodSource } from "./pod-source.js";
+export type { PodWatchOptions } from "./pod-watch.js";
+export { watchPods } from "./pod-watch.js";
 export type { ReconcileOptions, ReconcileReport, SkipReason } from "./reconcile.js";
 export { DEFAULT_GRACE_MS, describe, reconcileOnce } from "./reconcile.js";
