@@ -1,5 +1,8 @@
 export type { PodControllerOptions } from "./controller.js";
 export { runPodController } from "./controller.js";
+export type { LeaderElectionOptions, LeaderElector } from "./leader.js";
+export { createLeaderElector } from "./leader.js";
+export { formatMicroTime, parseMicroTime } from "./microtime.js";
 export { LEGACY_NETWORK_STATUS, NETWORK_STATUS, parseNetworkStatus } from "./network-status.js";
 export { podFacts } from "./pod-facts.js";
 export type { KubernetesPodSourceOptions, PodSource } from "./pod-source.js";

@@ -1,0 +1,139 @@
+import { hostname } from "node:os";
+import { isIpamError } from "@ipamkit/core";
+import {
+  createKubernetesPodSource,
+  createLeaderElector,
+  describe,
+  type ReconcileOptions,
+  type ReconcileReport,
+  reconcileOnce,
+  runPodController,
+} from "@ipamkit/reconciler";
+import { loadKubeConfig, resolveNamespace } from "@ipamkit/storage-kubernetes";
+import pino, { type Logger } from "pino";
+import { type Options, parseOptions, USAGE, UsageError } from "./args.js";
+import { openStore } from "./open-store.js";
+import { runOnSchedule } from "./schedule.js";
+
+/** One summary line per pass, beside the per-release log lines. */
+function logReport(logger: Logger, report: ReconcileReport): void {
+  for (const f of report.failed) logger.error({ subject: f.subject, err: f.error }, "reconcile failure");
+  logger.info(
+    {
+      dryRun: report.dryRun,
+      pools: report.pools,
+      reservations: report.reservations,
+      released: report.released.length,
+      kept: report.kept,
+      skipped: report.skipped.map((s) => ({ ...describe(s.verdict), why: s.why })),
+      failed: report.failed.length,
+    },
+    report.dryRun ? "dry run finished" : "reconcile finished",
+  );
+}
+
+async function run(options: Options, logger: Logger, shutdown: AbortSignal): Promise<number> {
+  const kubeConfig = loadKubeConfig(options.kubeconfig);
+  const namespace = resolveNamespace(kubeConfig, options.namespace);
+  const store = await openStore(options, kubeConfig, namespace);
+  const pods = createKubernetesPodSource({ kubeConfig });
+  const reconcile: ReconcileOptions = {
+    store,
+    pods,
+    graceMs: options.graceMs,
+    dryRun: options.dryRun,
+    overlappingRanges: options.overlappingRanges,
+    logger,
+  };
+  logger.info({ datastore: options.datastore, namespace, dryRun: options.dryRun, graceMs: options.graceMs }, "ipamkit reconciler starting");
+  try {
+    if (options.once) {
+      const report = await reconcileOnce(reconcile);
+      logReport(logger, report);
+      return report.failed.length === 0 ? 0 : 1;
+    }
+    const work = async (signal: AbortSignal) => {
+      if (options.watch) {
+        await runPodController(
+          { ...reconcile, kubeConfig, resyncMs: options.resyncMs, onPass: (p) => p.report && logReport(logger, p.report) },
+          signal,
+        );
+        return;
+      }
+      const job = async () => {
+        try {
+          logReport(logger, await reconcileOnce(reconcile));
+        } catch (error) {
+          logger.error({ err: error }, "reconcile failed; tried again at the next scheduled time");
+        }
+      };
+      await runOnSchedule(
+        { schedule: options.schedule, ...(options.scheduleFile === undefined ? {} : { scheduleFile: options.scheduleFile }), logger },
+        job,
+        signal,
+      );
+    };
+    if (!options.leaderElection) await work(shutdown);
+    else {
+      const elector = createLeaderElector({
+        kubeConfig,
+        namespace: options.leaseNamespace ?? namespace,
+        name: options.leaseName,
+        identity: options.identity ?? process.env.POD_NAME ?? hostname(),
+        logger,
+      });
+      await elector.run(work, shutdown);
+    }
+    logger.info("ipamkit reconciler stopped");
+    return 0;
+  } finally {
+    pods.close();
+    await store.close();
+  }
+}
+
+/** Exit codes: 0 done, 1 a failed pass (or a failure to start), 2 a usage error. Never a stack trace as the answer. */
+async function main(): Promise<number> {
+  let options: Options | "help";
+  let logger: Logger;
+  try {
+    options = parseOptions(process.argv.slice(2));
+    if (options === "help") {
+      process.stdout.write(`${USAGE}\n`);
+      return 0;
+    }
+    try {
+      logger = pino({ level: options.logLevel });
+    } catch {
+      throw new UsageError(`--log-level: unknown level ${JSON.stringify(options.logLevel)}`);
+    }
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`error: ${error.message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  const shutdown = new AbortController();
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.once(signal, () => {
+      logger.info({ signal }, "stopping");
+      shutdown.abort();
+    });
+  }
+  try {
+    return await run(options, logger, shutdown.signal);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    logger.error({ code: isIpamError(error) ? error.code : undefined }, `reconciler failed: ${message}`);
+    return 1;
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);
