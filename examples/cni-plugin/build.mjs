@@ -29,6 +29,14 @@ await bundle({
   banner: { js: "#!/usr/bin/env node" },
 });
 await bundle({ entryPoints: ["src/kubernetes.ts"], outfile: "dist/ipamkit-kubernetes.cjs" });
+// the node-local agent: same store loading (etcd3 beside it, the Kubernetes bundle above), plus pino
+await bundle({
+  entryPoints: ["src/agent.ts"],
+  outfile: "dist/ipamkit-agent",
+  external: ["etcd3", "cockatiel"],
+  banner: { js: "#!/usr/bin/env node" },
+});
 chmodSync("dist/ipamkit", 0o755);
+chmodSync("dist/ipamkit-agent", 0o755);
 // keeps the extensionless file CommonJS inside this ESM workspace package
 writeFileSync("dist/package.json", '{"type":"commonjs"}\n');

@@ -104,6 +104,8 @@ const ipamShape = {
   etcd_cert_file: opt(str()),
   etcd_ca_cert_file: opt(str()),
   allocation_policy: opt(str()),
+  agent_socket: opt(z.string().check(z.refine((path: string) => path.startsWith("/"), { error: "must be an absolute path" }))),
+  agent_required: opt(z.boolean()),
 };
 
 /** The flat file and the merged result: any key may be absent. Unknown keys are rejected. */

@@ -70,6 +70,7 @@ describe("loadIpamConfig: valid configs", () => {
       dataDir: "/var/lib/cni/ipamkit",
       etcd: {},
       kubernetes: {},
+      agent: { required: false },
       requestedIps: [],
       validAttachments: undefined,
       prevResult: undefined,

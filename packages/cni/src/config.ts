@@ -79,6 +79,9 @@ function load(stdin: string, { fs, command }: { fs: ConfigFs; command: string },
   };
 
   checkUnsupported(ipam, sourceOf);
+  if (ipam.agent_required === true && !present(ipam.agent_socket)) {
+    throw configError(7, "ipam.agent_required", true, "needs ipam.agent_socket", { source: sourceOf("agent_required") });
+  }
   const ranges = buildRanges(ipam, sourceOf, warnings);
   const datastore = chooseDatastore(ipam, sourceOf);
   warnUnused(ipam, datastore, sourceOf, warnings);
@@ -103,6 +106,7 @@ function load(stdin: string, { fs, command }: { fs: ConfigFs; command: string },
       caCertFile: ipam.etcd_ca_cert_file,
     }),
     kubernetes: definedOnly({ kubeconfig: ipam.kubernetes?.kubeconfig }),
+    agent: { ...definedOnly({ socket: ipam.agent_socket }), required: ipam.agent_required ?? false },
     requestedIps,
     validAttachments,
     prevResult: conf.prevResult,

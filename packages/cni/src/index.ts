@@ -1,3 +1,5 @@
+export type { AgentSettings } from "./agent-settings.js";
+export { agentSettings } from "./agent-settings.js";
 export type { CommandContext } from "./commands.js";
 export { ConfigError, loadIpamConfig } from "./config.js";
 export type { DispatcherOptions } from "./dispatcher.js";

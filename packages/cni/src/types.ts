@@ -57,6 +57,11 @@ export interface IpamConfig {
   kubernetes: { kubeconfig?: string };
   /** Addresses requested in the config (`runtimeConfig.ips`, `args.cni.ips`), without prefix. */
   requestedIps: string[];
+  /**
+   * The node-local agent (`agent_socket`, `agent_required`): honoured by the binary before this
+   * config is even loaded (see agent-settings.ts); the agent itself ignores it.
+   */
+  agent: { socket?: string; required: boolean };
   /** `cni.dev/valid-attachments` for GC. */
   validAttachments: { containerID: string; ifname: string }[] | undefined;
   /** `prevResult` for CHECK (raw). */

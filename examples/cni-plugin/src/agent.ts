@@ -1,0 +1,58 @@
+import { parseArgs } from "node:util";
+import { startAgent } from "@ipamkit/agent";
+import pino from "pino";
+import { openStore } from "./open-store.js";
+
+// dist/ipamkit-agent: the node-local agent. It answers the CNI calls that `ipamkit` forwards over
+// a Unix socket, with the same code and the same store loading as the binary (open-store.ts), but
+// keeps each store's client open between calls.
+const USAGE = "usage: ipamkit-agent --socket PATH [--log-level info]";
+
+async function main(): Promise<number> {
+  let values: { socket?: string; "log-level"?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      options: { socket: { type: "string" }, "log-level": { type: "string" }, help: { type: "boolean" } },
+      strict: true,
+    }));
+  } catch (error) {
+    process.stderr.write(`error: ${(error as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (values.help === true) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (values.socket === undefined || !values.socket.startsWith("/")) {
+    process.stderr.write(`error: --socket must be an absolute path\n${USAGE}\n`);
+    return 2;
+  }
+  let logger: pino.Logger;
+  try {
+    logger = pino({ level: values["log-level"] ?? "info" });
+  } catch {
+    process.stderr.write(`error: --log-level: unknown level ${JSON.stringify(values["log-level"])}\n${USAGE}\n`);
+    return 2;
+  }
+  let agent: Awaited<ReturnType<typeof startAgent>>;
+  try {
+    agent = await startAgent({ socketPath: values.socket, openStore, logger });
+  } catch (error) {
+    logger.fatal(`cannot start: ${(error as Error).message}`);
+    return 1;
+  }
+  await new Promise<void>((resolve) => {
+    for (const signal of ["SIGTERM", "SIGINT"] as const) {
+      process.once(signal, () => {
+        logger.info({ signal }, "stopping");
+        resolve();
+      });
+    }
+  });
+  await agent.close();
+  return 0;
+}
+
+void main().then((code) => {
+  process.exitCode = code;
+});

@@ -1,0 +1,186 @@
+import { existsSync, readFileSync, unlinkSync } from "node:fs";
+import { createServer, type Server, type Socket } from "node:net";
+import { CNI_CODES, CniError, type ConfigFs, dispatch, errorJson, type IpamConfig } from "@ipamkit/cni";
+import type { IpamStore } from "@ipamkit/core";
+import pino, { type Logger } from "pino";
+import { KeyedQueue } from "./pool-queue.js";
+import { type AgentResponse, MAX_REQUEST_BYTES, PROTOCOL_VERSION, requestProblem } from "./protocol.js";
+import { prepareSocketPath, restrictSocket } from "./socket-file.js";
+import { StoreCache } from "./store-cache.js";
+
+export interface AgentOptions {
+  socketPath: string;
+  /** Opens the store a config selects; called once per store identity (see store-cache.ts). */
+  openStore: (config: IpamConfig) => Promise<IpamStore>;
+  logger?: Logger;
+  /** Flat-file access (default: this process's file system). */
+  fs?: ConfigFs;
+}
+
+export interface AgentStats {
+  requests: number;
+  /** By exit code: 0 answered, 1 a CNI error. */
+  byExitCode: Record<string, number>;
+  malformed: number;
+  inFlight: number;
+  stores: number;
+}
+
+export interface Agent {
+  readonly socketPath: string;
+  stats(): AgentStats;
+  /** Stops accepting, lets calls in flight finish, closes the stores and removes the socket. */
+  close(): Promise<void>;
+}
+
+const realFs: ConfigFs = { exists: existsSync, readText: (path) => readFileSync(path, "utf8") };
+
+/** The pools a call touches: calls with the same key are queued one after another. */
+function poolKey(config: IpamConfig): string {
+  const cidrs = config.ranges.map((r) => r.range).sort();
+  return `${config.datastore}|${config.networkName}|${cidrs.join(",")}`;
+}
+
+/** Starts the node-local agent on a Unix socket (mode 0600; a stale socket file is replaced). */
+export async function startAgent(options: AgentOptions): Promise<Agent> {
+  const logger = options.logger ?? pino({ level: "silent" });
+  const { socketPath } = options;
+  const queue = new KeyedQueue();
+  const stores = new StoreCache(options.openStore);
+  const fs = options.fs ?? realFs;
+  const stats: AgentStats = { requests: 0, byExitCode: {}, malformed: 0, inFlight: 0, stores: 0 };
+  const inFlight = new Set<Promise<void>>();
+
+  /** Runs one CNI call exactly as the binary would, with stores borrowed from the cache. */
+  async function answer(env: Record<string, string>, stdin: string): Promise<AgentResponse> {
+    let stdout = "";
+    let stderr = "";
+    const started = performance.now();
+    const exitCode = await dispatch({
+      env,
+      stdin: async () => stdin,
+      stdout: (text) => {
+        stdout += text;
+      },
+      stderr: (text) => {
+        stderr += text;
+      },
+      fs,
+      openStore: async (config) => {
+        const release = await queue.acquire(poolKey(config));
+        try {
+          return await stores.borrow(config, release);
+        } catch (error) {
+          release();
+          throw error;
+        }
+      },
+    });
+    stats.byExitCode[exitCode] = (stats.byExitCode[exitCode] ?? 0) + 1;
+    logger.debug(
+      {
+        command: env.CNI_COMMAND,
+        containerId: env.CNI_CONTAINERID,
+        ifName: env.CNI_IFNAME,
+        exitCode,
+        ms: Math.round(performance.now() - started),
+      },
+      "cni call",
+    );
+    return { v: PROTOCOL_VERSION, exitCode, stdout, stderr };
+  }
+
+  function malformed(reason: string): AgentResponse {
+    stats.malformed++;
+    logger.warn({ reason }, "malformed request");
+    const error = new CniError(CNI_CODES.DECODE_FAILURE, `ipamkit agent: malformed request: ${reason}`);
+    return { v: PROTOCOL_VERSION, exitCode: 1, stdout: errorJson(error, "1.1.0"), stderr: "" };
+  }
+
+  function serve(socket: Socket): void {
+    let text = "";
+    let done = false;
+    socket.setEncoding("utf8");
+    const respond = (response: AgentResponse) => {
+      if (done) return;
+      done = true;
+      socket.end(`${JSON.stringify(response)}\n`);
+    };
+    const handle = async () => {
+      let request: unknown;
+      try {
+        request = JSON.parse(text);
+      } catch {
+        return respond(malformed("not JSON"));
+      }
+      const problem = requestProblem(request);
+      if (problem !== undefined) return respond(malformed(problem));
+      const { env, stdin } = request as { env: Record<string, string>; stdin: string };
+      stats.requests++;
+      stats.inFlight++;
+      try {
+        respond(await answer(env, stdin));
+      } catch (error) {
+        // dispatch answers every error itself; this is a bug, reported as one
+        logger.error({ err: error }, "unexpected failure");
+        respond({
+          v: PROTOCOL_VERSION,
+          exitCode: 1,
+          stdout: errorJson(new CniError(CNI_CODES.INTERNAL, "ipamkit agent: internal error"), "1.1.0"),
+          stderr: "",
+        });
+      } finally {
+        stats.inFlight--;
+      }
+    };
+    const start = () => {
+      if (done) return;
+      const task = handle();
+      inFlight.add(task);
+      void task.finally(() => inFlight.delete(task));
+    };
+    socket.on("data", (chunk: string) => {
+      text += chunk;
+      if (text.length > MAX_REQUEST_BYTES) respond(malformed(`larger than ${MAX_REQUEST_BYTES} bytes`));
+      else if (text.endsWith("\n")) start();
+    });
+    socket.on("end", () => {
+      if (!text.endsWith("\n")) start();
+    });
+    socket.on("error", (error) => logger.debug({ err: error }, "client connection error"));
+  }
+
+  await prepareSocketPath(socketPath);
+  // the client half-closes after its request; the answer still goes back on the same connection
+  const server: Server = createServer({ allowHalfOpen: true }, serve);
+  const umask = process.umask(0o177);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(socketPath, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  } finally {
+    process.umask(umask);
+  }
+  restrictSocket(socketPath);
+  logger.info({ socket: socketPath, pid: process.pid }, "ipamkit agent listening");
+
+  return {
+    socketPath,
+    stats: () => ({ ...stats, byExitCode: { ...stats.byExitCode }, stores: stores.size }),
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.allSettled([...inFlight]);
+      await stores.closeAll();
+      try {
+        unlinkSync(socketPath);
+      } catch {
+        // already gone
+      }
+      logger.info({ socket: socketPath, requests: stats.requests }, "ipamkit agent stopped");
+    },
+  };
+}

@@ -1,0 +1,38 @@
+import { chmodSync, lstatSync, mkdirSync, unlinkSync } from "node:fs";
+import { connect } from "node:net";
+import { dirname } from "node:path";
+
+/** Whether something answers on the socket. */
+function answers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(path);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+/**
+ * Makes `path` free for a new listener: its directory exists (mode 0700 when created); a stale
+ * socket left by a killed agent is removed; a live agent or a file that is not a socket is an error,
+ * never deleted.
+ */
+export async function prepareSocketPath(path: string): Promise<void> {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  let stat: ReturnType<typeof lstatSync>;
+  try {
+    stat = lstatSync(path);
+  } catch {
+    return;
+  }
+  if (!stat.isSocket()) throw new Error(`${path} exists and is not a socket; not removing it`);
+  if (await answers(path)) throw new Error(`another agent is serving on ${path}`);
+  unlinkSync(path);
+}
+
+/** Only root (the runtime running CNI plugins) may talk to the agent. */
+export function restrictSocket(path: string): void {
+  chmodSync(path, 0o600);
+}

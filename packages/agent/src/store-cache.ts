@@ -1,0 +1,117 @@
+import { statSync } from "node:fs";
+import type { IpamConfig } from "@ipamkit/cni";
+import type { IpamStore } from "@ipamkit/core";
+
+/** Which client a config needs: calls that need the same one share it. */
+export function storeIdentity(config: IpamConfig): string {
+  switch (config.datastore) {
+    case "file":
+      return `file:${config.dataDir}`;
+    case "etcd":
+      return `etcd:${JSON.stringify(config.etcd)}`;
+    case "kubernetes": {
+      // a rewritten kubeconfig (Whereabouts' token watcher rotates the token) gets a fresh client
+      const path = config.kubernetes.kubeconfig;
+      let version = "";
+      if (path !== undefined) {
+        try {
+          version = String(statSync(path).mtimeMs);
+        } catch {
+          version = "missing";
+        }
+      }
+      return `kubernetes:${path ?? "default"}@${version}`;
+    }
+  }
+}
+
+interface Entry {
+  store: Promise<IpamStore>;
+  users: number;
+  retired: boolean;
+  family: string;
+}
+
+/**
+ * Keeps one store (one client, connections kept alive) per identity. A call borrows it through a
+ * handle whose `close()` gives it back; a store whose identity moved on (rotated kubeconfig) is
+ * closed once its last borrower is done.
+ */
+export class StoreCache {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private readonly open: (config: IpamConfig) => Promise<IpamStore>) {}
+
+  async borrow(config: IpamConfig, onClose: () => void): Promise<IpamStore> {
+    const identity = storeIdentity(config);
+    const family = identity.split("@")[0] ?? identity;
+    let entry = this.entries.get(identity);
+    if (entry === undefined) {
+      for (const [other, old] of this.entries) {
+        if (old.family === family) {
+          old.retired = true;
+          this.entries.delete(other);
+          if (old.users === 0) void this.dispose(old);
+        }
+      }
+      entry = { store: this.open(config), users: 0, retired: false, family };
+      this.entries.set(identity, entry);
+      // a failed open is not cached: the next call tries again
+      entry.store.catch(() => this.entries.get(identity) === entry && this.entries.delete(identity));
+    }
+    entry.users++;
+    let store: IpamStore;
+    try {
+      store = await entry.store;
+    } catch (error) {
+      entry.users--;
+      throw error;
+    }
+    const current = entry;
+    let returned = false;
+    const giveBack = async () => {
+      if (returned) return;
+      returned = true;
+      current.users--;
+      onClose();
+      if (current.retired && current.users === 0) await this.dispose(current);
+    };
+    return lend(store, giveBack);
+  }
+
+  async closeAll(): Promise<void> {
+    const all = [...this.entries.values()];
+    this.entries.clear();
+    await Promise.all(all.map((e) => this.dispose(e)));
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private async dispose(entry: Entry): Promise<void> {
+    try {
+      await (await entry.store).close();
+    } catch {
+      // a store that failed to open or to close has nothing left to release
+    }
+  }
+}
+
+/** The store as the dispatcher sees it: everything delegated, `close()` only gives it back. */
+function lend(store: IpamStore, giveBack: () => Promise<void>): IpamStore {
+  const lent: IpamStore = {
+    name: store.name,
+    capabilities: store.capabilities,
+    readPool: (ref) => store.readPool(ref),
+    writePool: (ref, pool, expected) => store.writePool(ref, pool, expected),
+    listPools: () => store.listPools(),
+    readClaim: (ref) => store.readClaim(ref),
+    writeClaim: (ref, claim, expected) => store.writeClaim(ref, claim, expected),
+    deleteClaim: (ref, expected) => store.deleteClaim(ref, expected),
+    listClaims: (network) => store.listClaims(network),
+    close: giveBack,
+  };
+  const commit = store.commit;
+  return commit === undefined ? lent : { ...lent, commit: (writes) => commit.call(store, writes) };
+}

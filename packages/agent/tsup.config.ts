@@ -1,0 +1,4 @@
+import { defineConfig } from "tsup";
+import { preset } from "../../scripts/tsup.preset.js";
+
+export default defineConfig(preset({ entry: ["src/index.ts", "src/client.ts"], external: ["pino"] }));
