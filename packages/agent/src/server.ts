@@ -140,6 +140,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       void task.finally(() => inFlight.delete(task));
     };
     socket.on("data", (chunk: string) => {
+      if (done) return;
       text += chunk;
       if (text.length > MAX_REQUEST_BYTES) respond(malformed(`larger than ${MAX_REQUEST_BYTES} bytes`));
       else if (text.endsWith("\n")) start();

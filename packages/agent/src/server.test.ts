@@ -1,0 +1,161 @@
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { dispatch, type IpamConfig } from "@ipamkit/cni";
+import { type IpamStore, StoreConflictError } from "@ipamkit/core";
+import { createFileStore } from "@ipamkit/storage-file";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AgentUnavailableError, forwardToAgent } from "./client.js";
+import { type Agent, startAgent } from "./server.js";
+
+let dir: string;
+let socketPath: string;
+let agent: Agent | undefined;
+let opened: number;
+let conflicts: number;
+
+/** The file store, counting opens and write conflicts. */
+async function openStore(config: IpamConfig): Promise<IpamStore> {
+  opened++;
+  const store = createFileStore({ dir: config.dataDir });
+  return {
+    ...store,
+    name: store.name,
+    capabilities: store.capabilities,
+    readPool: (ref) => store.readPool(ref),
+    listPools: () => store.listPools(),
+    readClaim: (ref) => store.readClaim(ref),
+    writeClaim: (ref, claim, expected) => store.writeClaim(ref, claim, expected),
+    deleteClaim: (ref, expected) => store.deleteClaim(ref, expected),
+    listClaims: (network) => store.listClaims(network),
+    close: () => store.close(),
+    async writePool(ref, pool, expected) {
+      try {
+        return await store.writePool(ref, pool, expected);
+      } catch (error) {
+        if (error instanceof StoreConflictError) conflicts++;
+        throw error;
+      }
+    },
+  };
+}
+
+const conf = (ipam: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    cniVersion: "1.1.0",
+    name: "net",
+    ipam: { type: "ipamkit", range: "10.30.0.0/24", data_dir: join(dir, "store"), configuration_path: dir, ...ipam },
+  });
+const env = (command: string, containerId = "c1") => ({ CNI_COMMAND: command, CNI_CONTAINERID: containerId, CNI_IFNAME: "net1", CNI_NETNS: "/x", CNI_PATH: "/x" });
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "ipamkit-agent-"));
+  writeFileSync(join(dir, "whereabouts.conf"), "{}");
+  socketPath = join(dir, "run", "agent.sock");
+  opened = 0;
+  conflicts = 0;
+  agent = await startAgent({ socketPath, openStore });
+});
+afterEach(async () => {
+  await agent?.close();
+  agent = undefined;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Raw request bytes → the raw answer. */
+function rawCall(bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(socketPath);
+    let answer = "";
+    socket.on("data", (d) => (answer += d));
+    socket.on("end", () => resolve(answer));
+    socket.on("error", reject);
+    socket.end(bytes);
+  });
+}
+
+describe("the agent", () => {
+  it("answers exactly what the plugin would print in direct mode", async () => {
+    const viaAgent = await forwardToAgent({ socketPath, env: env("ADD"), stdin: conf() });
+    let direct = "";
+    const code = await dispatch({
+      env: env("ADD"),
+      stdin: async () => conf(),
+      stdout: (t) => (direct += t),
+      stderr: () => undefined,
+      fs: { exists: () => false, readText: () => "" },
+      openStore: (c) => createFileStore({ dir: c.dataDir }) as unknown as Promise<IpamStore>,
+    });
+    expect(viaAgent).toEqual({ v: 1, exitCode: 0, stdout: direct, stderr: "" });
+    expect(code).toBe(0);
+    expect(JSON.parse(direct).ips).toEqual([{ address: "10.30.0.1/24" }]);
+    const error = await forwardToAgent({ socketPath, env: env("ADD"), stdin: conf({ range: "10.30.0.0/33" }) });
+    expect(error.exitCode).toBe(1);
+    expect(JSON.parse(error.stdout)).toMatchObject({ code: 7 });
+  });
+
+  it("survives malformed requests and keeps serving", async () => {
+    const cases = [
+      "not json\n",
+      '{"v":2,"env":{},"stdin":""}\n',
+      '{"v":1,"env":{"PATH":"/bin"},"stdin":""}\n',
+      '{"v":1,"env":{"CNI_COMMAND":7},"stdin":""}\n',
+      '{"v":1,"env":{}}\n',
+      "[]\n",
+      `${"x".repeat(5 * 1024 * 1024)}\n`,
+      "",
+    ];
+    for (const bytes of cases) {
+      const answer = JSON.parse(await rawCall(bytes)) as { exitCode: number; stdout: string };
+      expect(answer.exitCode).toBe(1);
+      expect(JSON.parse(answer.stdout)).toMatchObject({ code: 6, msg: expect.stringContaining("malformed request") });
+    }
+    expect(agent?.stats().malformed).toBe(cases.length);
+    expect((await forwardToAgent({ socketPath, env: env("ADD"), stdin: conf() })).exitCode).toBe(0);
+  });
+
+  it("keeps one store per identity and queues calls of one pool: 50 concurrent ADDs, no conflicts", async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => forwardToAgent({ socketPath, env: env("ADD", `c${i}`), stdin: conf() })),
+    );
+    const addresses = answers.map((a) => (JSON.parse(a.stdout) as { ips: { address: string }[] }).ips[0]?.address);
+    expect(new Set(addresses).size).toBe(50);
+    expect(conflicts).toBe(0);
+    expect(opened).toBe(1);
+    expect(agent?.stats()).toMatchObject({ requests: 50, byExitCode: { 0: 50 }, inFlight: 0, stores: 1 });
+  });
+
+  it("listens with mode 0600, replaces a stale socket, refuses to start beside a live one or over a file", async () => {
+    expect(statSync(socketPath).mode & 0o777).toBe(0o600);
+    await expect(startAgent({ socketPath, openStore })).rejects.toThrow(/another agent is serving/);
+    const other = join(dir, "plain-file");
+    writeFileSync(other, "keep me");
+    await expect(startAgent({ socketPath: other, openStore })).rejects.toThrow(/not a socket/);
+    // a stale socket: bound by a process that is gone (here: a server closed without unlinking)
+    const stale = join(dir, "stale.sock");
+    const s = createServer();
+    await new Promise<void>((r) => s.listen(stale, r));
+    (s as unknown as { _handle: { close(): void } | null })._handle?.close();
+    const restarted = await startAgent({ socketPath: stale, openStore });
+    expect((await forwardToAgent({ socketPath: stale, env: env("ADD"), stdin: conf() })).exitCode).toBe(0);
+    await restarted.close();
+  });
+
+  it("close() lets calls in flight finish, then removes the socket", async () => {
+    const inFlight = Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) => forwardToAgent({ socketPath, env: env("ADD", `f${i}`), stdin: conf() })),
+    );
+    await new Promise((r) => setTimeout(r, 5));
+    await agent?.close();
+    agent = undefined;
+    const settled = await inFlight;
+    for (const s of settled) {
+      // a call accepted before close() is answered; one that arrived after is refused (and the binary falls back)
+      if (s.status === "fulfilled") expect(s.value.exitCode).toBe(0);
+      else expect(s.reason).toBeInstanceOf(AgentUnavailableError);
+    }
+    expect(() => statSync(socketPath)).toThrow();
+    await expect(forwardToAgent({ socketPath, env: env("ADD"), stdin: conf() })).rejects.toMatchObject({ kind: "unreachable" });
+  });
+});
