@@ -1,7 +1,8 @@
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { type AgentProcess, startAgentProcess } from "../test/agent-process.js";
 import { cniEnv, PLUGIN, type PluginRun, runPlugin } from "../test/run-plugin.js";
 
 const ipsOf = (r: PluginRun) => (r.json?.ips ?? []) as { address: string }[];
@@ -13,6 +14,9 @@ beforeEach(() => {
   writeFileSync(join(dir, "whereabouts.conf"), "{}");
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+/** In agent mode every call goes through the node-local agent (required: a fallback would hide a failure). */
+let agentIpam: Record<string, unknown> = {};
 
 const netconf = (cniVersion: string, ipam: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({
   cniVersion,
@@ -27,140 +31,161 @@ const netconf = (cniVersion: string, ipam: Record<string, unknown> = {}, extra: 
     dns: { nameservers: ["10.20.0.53"] },
     data_dir: join(dir, "store"),
     configuration_path: dir,
+    ...agentIpam,
     ...ipam,
   },
   ...extra,
 });
 
-describe("the built plugin, as a subprocess", () => {
-  it("VERSION lists the supported versions", async () => {
-    const r = await runPlugin({ CNI_COMMAND: "VERSION" }, { cniVersion: "1.0.0" });
-    expect(r.code).toBe(0);
-    expect(r.json).toEqual({ cniVersion: "1.0.0", supportedVersions: ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] });
-  });
+for (const mode of ["direct", "agent"] as const) {
+  describe(`the built plugin, as a subprocess (${mode === "direct" ? "direct mode" : "through the node-local agent"})`, () => {
+    let agent: AgentProcess | undefined;
+    beforeAll(async () => {
+      if (mode === "direct") return;
+      agent = await startAgentProcess();
+      agentIpam = { agent_socket: agent.socketPath, agent_required: true };
+    });
+    afterAll(async () => {
+      agentIpam = {};
+      await agent?.stop();
+    });
 
-  for (const version of ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]) {
-    it(`ADD, repeated ADD, CHECK, DEL, repeated DEL with cniVersion ${version}`, async () => {
-      const conf = netconf(version);
-      const add = await runPlugin(
-        cniEnv("ADD", "c1", "net1", { CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD_UID=uid-1" }),
-        conf,
-      );
-      expect(add.stderr).toBe("");
-      expect(add.code).toBe(0);
-      const v = version < "1.0.0" ? { version: "4" } : {};
-      const v6 = version < "1.0.0" ? { version: "6" } : {};
-      expect(add.json).toEqual({
-        cniVersion: version,
-        ips: [
-          { ...v, address: "10.20.0.2/24", gateway: "10.20.0.1" },
-          { ...v6, address: "fd00:20::2/64", gateway: "fd00:20::1" },
-        ],
-        routes: [{ dst: "0.0.0.0/0" }],
-        dns: { nameservers: ["10.20.0.53"] },
+    it("VERSION lists the supported versions", async () => {
+      const r = await runPlugin({ CNI_COMMAND: "VERSION" }, { cniVersion: "1.0.0" });
+      expect(r.code).toBe(0);
+      expect(r.json).toEqual({ cniVersion: "1.0.0", supportedVersions: ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] });
+    });
+
+    for (const version of ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]) {
+      it(`ADD, repeated ADD, CHECK, DEL, repeated DEL with cniVersion ${version}`, async () => {
+        const conf = netconf(version);
+        const add = await runPlugin(
+          cniEnv("ADD", "c1", "net1", { CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD_UID=uid-1" }),
+          conf,
+        );
+        expect(add.stderr).toBe("");
+        expect(add.code).toBe(0);
+        const v = version < "1.0.0" ? { version: "4" } : {};
+        const v6 = version < "1.0.0" ? { version: "6" } : {};
+        expect(add.json).toEqual({
+          cniVersion: version,
+          ips: [
+            { ...v, address: "10.20.0.2/24", gateway: "10.20.0.1" },
+            { ...v6, address: "fd00:20::2/64", gateway: "fd00:20::1" },
+          ],
+          routes: [{ dst: "0.0.0.0/0" }],
+          dns: { nameservers: ["10.20.0.53"] },
+        });
+        const again = await runPlugin(cniEnv("ADD"), conf);
+        expect(again.json).toEqual(add.json);
+        if (version >= "0.4.0") {
+          const check = await runPlugin(cniEnv("CHECK"), { ...conf, prevResult: add.json });
+          expect(check.code).toBe(0);
+          const wrong = await runPlugin(cniEnv("CHECK"), { ...conf, prevResult: { ...add.json, ips: [{ address: "10.20.0.9/24" }] } });
+          expect(wrong.code).toBe(1);
+          expect(wrong.json?.code).toBe(104);
+        } else {
+          const check = await runPlugin(cniEnv("CHECK"), { ...conf, prevResult: add.json });
+          expect(check.json?.code).toBe(1);
+        }
+        expect((await runPlugin(cniEnv("DEL"), conf)).code).toBe(0);
+        expect((await runPlugin(cniEnv("DEL"), conf)).code).toBe(0);
+        if (version >= "0.4.0") {
+          const gone = await runPlugin(cniEnv("CHECK"), { ...conf, prevResult: add.json });
+          expect(gone.json?.code).toBe(104);
+        }
       });
-      const again = await runPlugin(cniEnv("ADD"), conf);
-      expect(again.json).toEqual(add.json);
-      if (version >= "0.4.0") {
-        const check = await runPlugin(cniEnv("CHECK"), { ...conf, prevResult: add.json });
-        expect(check.code).toBe(0);
-        const wrong = await runPlugin(cniEnv("CHECK"), { ...conf, prevResult: { ...add.json, ips: [{ address: "10.20.0.9/24" }] } });
-        expect(wrong.code).toBe(1);
-        expect(wrong.json?.code).toBe(104);
-      } else {
-        const check = await runPlugin(cniEnv("CHECK"), { ...conf, prevResult: add.json });
-        expect(check.json?.code).toBe(1);
-      }
-      expect((await runPlugin(cniEnv("DEL"), conf)).code).toBe(0);
-      expect((await runPlugin(cniEnv("DEL"), conf)).code).toBe(0);
-      if (version >= "0.4.0") {
-        const gone = await runPlugin(cniEnv("CHECK"), { ...conf, prevResult: add.json });
-        expect(gone.json?.code).toBe(104);
+    }
+
+    it("serves static requests from runtimeConfig.ips and CNI_ARGS IP=", async () => {
+      const fromRuntime = await runPlugin(cniEnv("ADD", "s1"), { ...netconf("1.0.0"), runtimeConfig: { ips: ["10.20.0.77/24"] } });
+      expect(ipsOf(fromRuntime)[0]?.address).toBe("10.20.0.77/24");
+      const fromArgs = await runPlugin(cniEnv("ADD", "s2", "net1", { CNI_ARGS: "IP=fd00:20::99" }), netconf("1.0.0"));
+      expect(ipsOf(fromArgs)[1]?.address).toBe("fd00:20::99/64");
+    });
+
+    it("GC releases attachments not in cni.dev/valid-attachments; STATUS reports exhaustion with code 50", async () => {
+      const tiny = { range: "10.30.0.0/30", ipRanges: [], gateway: undefined, routes: [], dns: undefined };
+      for (const id of ["a", "b"]) expect((await runPlugin(cniEnv("ADD", id), netconf("1.1.0", tiny))).code).toBe(0);
+      const full = await runPlugin({ CNI_COMMAND: "STATUS", CNI_PATH: "/usr/lib/cni" }, netconf("1.1.0", tiny));
+      expect(full.code).toBe(1);
+      expect(full.json?.code).toBe(50);
+      const gc = await runPlugin(
+        { CNI_COMMAND: "GC", CNI_PATH: "/usr/lib/cni" },
+        { ...netconf("1.1.0", tiny), "cni.dev/valid-attachments": [{ containerID: "a", ifname: "net1" }] },
+      );
+      expect(gc.code).toBe(0);
+      expect(gc.stdout).toBe("");
+      expect((await runPlugin({ CNI_COMMAND: "STATUS", CNI_PATH: "/usr/lib/cni" }, netconf("1.1.0", tiny))).code).toBe(0);
+      const again = await runPlugin(cniEnv("ADD", "a"), netconf("1.1.0", tiny));
+      expect(ipsOf(again)[0]?.address).toBe("10.30.0.1/30");
+      const c = await runPlugin(cniEnv("ADD", "c"), netconf("1.1.0", tiny));
+      expect(ipsOf(c)[0]?.address).toBe("10.30.0.2/30");
+      // GC and STATUS need a 1.1.0 config
+      expect(
+        (await runPlugin({ CNI_COMMAND: "GC", CNI_PATH: "/usr/lib/cni" }, { ...netconf("1.0.0", tiny), "cni.dev/valid-attachments": [] }))
+          .json?.code,
+      ).toBe(1);
+    });
+
+    it("answers every error class as CNI error JSON on stdout with exit 1, never a stack trace", async () => {
+      const cases: [Record<string, string>, string | object, number][] = [
+        [{ CNI_COMMAND: "ADD" }, netconf("1.0.0"), 4],
+        [cniEnv("ADD", "-bad"), netconf("1.0.0"), 4],
+        [cniEnv("FROB"), netconf("1.0.0"), 4],
+        [cniEnv("ADD"), "{not json", 6],
+        [cniEnv("ADD"), netconf("0.2.0"), 1],
+        [cniEnv("ADD"), netconf("1.0.0", { range_start: "10.20.1.5" }), 7],
+        [cniEnv("ADD"), netconf("1.0.0", { surprise: true }), 7],
+        [cniEnv("ADD"), netconf("1.0.0", { datastore: "kubernetes", kubernetes: { kubeconfig: "/nonexistent/kube.conf" } }), 7],
+      ];
+      for (const [env, stdin, code] of cases) {
+        const r = await runPlugin(env, stdin);
+        expect(r.code, JSON.stringify(env)).toBe(1);
+        expect(r.json?.code, `${JSON.stringify(env)} ${r.stdout}`).toBe(code);
+        expect(typeof r.json?.msg).toBe("string");
+        expect(r.stdout).not.toMatch(/\n\s+at /);
       }
     });
-  }
 
-  it("serves static requests from runtimeConfig.ips and CNI_ARGS IP=", async () => {
-    const fromRuntime = await runPlugin(cniEnv("ADD", "s1"), { ...netconf("1.0.0"), runtimeConfig: { ips: ["10.20.0.77/24"] } });
-    expect(ipsOf(fromRuntime)[0]?.address).toBe("10.20.0.77/24");
-    const fromArgs = await runPlugin(cniEnv("ADD", "s2", "net1", { CNI_ARGS: "IP=fd00:20::99" }), netconf("1.0.0"));
-    expect(ipsOf(fromArgs)[1]?.address).toBe("fd00:20::99/64");
-  });
+    it("reports an exhausted range with plugin code 100 and keeps nothing from a failed multi-range ADD", async () => {
+      const conf = netconf("1.0.0", { range: "10.40.0.0/30", exclude: ["10.40.0.1"], gateway: undefined });
+      expect((await runPlugin(cniEnv("ADD", "x0"), conf)).code).toBe(0);
+      const r = await runPlugin(cniEnv("ADD", "x1"), conf);
+      expect(r.json?.code).toBe(100);
+      // the v6 range was tried first or not at all: either way x1 holds nothing afterwards
+      const check = await runPlugin(cniEnv("CHECK", "x1"), { ...conf, prevResult: { cniVersion: "1.0.0", ips: [] } });
+      expect(check.json?.code).toBe(104);
+    });
 
-  it("GC releases attachments not in cni.dev/valid-attachments; STATUS reports exhaustion with code 50", async () => {
-    const tiny = { range: "10.30.0.0/30", ipRanges: [], gateway: undefined, routes: [], dns: undefined };
-    for (const id of ["a", "b"]) expect((await runPlugin(cniEnv("ADD", id), netconf("1.1.0", tiny))).code).toBe(0);
-    const full = await runPlugin({ CNI_COMMAND: "STATUS", CNI_PATH: "/usr/lib/cni" }, netconf("1.1.0", tiny));
-    expect(full.code).toBe(1);
-    expect(full.json?.code).toBe(50);
-    const gc = await runPlugin(
-      { CNI_COMMAND: "GC", CNI_PATH: "/usr/lib/cni" },
-      { ...netconf("1.1.0", tiny), "cni.dev/valid-attachments": [{ containerID: "a", ifname: "net1" }] },
-    );
-    expect(gc.code).toBe(0);
-    expect(gc.stdout).toBe("");
-    expect((await runPlugin({ CNI_COMMAND: "STATUS", CNI_PATH: "/usr/lib/cni" }, netconf("1.1.0", tiny))).code).toBe(0);
-    const again = await runPlugin(cniEnv("ADD", "a"), netconf("1.1.0", tiny));
-    expect(ipsOf(again)[0]?.address).toBe("10.30.0.1/30");
-    const c = await runPlugin(cniEnv("ADD", "c"), netconf("1.1.0", tiny));
-    expect(ipsOf(c)[0]?.address).toBe("10.30.0.2/30");
-    // GC and STATUS need a 1.1.0 config
-    expect(
-      (await runPlugin({ CNI_COMMAND: "GC", CNI_PATH: "/usr/lib/cni" }, { ...netconf("1.0.0", tiny), "cni.dev/valid-attachments": [] }))
-        .json?.code,
-    ).toBe(1);
-  });
-
-  it("answers every error class as CNI error JSON on stdout with exit 1, never a stack trace", async () => {
-    const cases: [Record<string, string>, string | object, number][] = [
-      [{ CNI_COMMAND: "ADD" }, netconf("1.0.0"), 4],
-      [cniEnv("ADD", "-bad"), netconf("1.0.0"), 4],
-      [cniEnv("FROB"), netconf("1.0.0"), 4],
-      [cniEnv("ADD"), "{not json", 6],
-      [cniEnv("ADD"), netconf("0.2.0"), 1],
-      [cniEnv("ADD"), netconf("1.0.0", { range_start: "10.20.1.5" }), 7],
-      [cniEnv("ADD"), netconf("1.0.0", { surprise: true }), 7],
-      [cniEnv("ADD"), netconf("1.0.0", { datastore: "kubernetes", kubernetes: { kubeconfig: "/nonexistent/kube.conf" } }), 7],
-    ];
-    for (const [env, stdin, code] of cases) {
-      const r = await runPlugin(env, stdin);
-      expect(r.code, JSON.stringify(env)).toBe(1);
-      expect(r.json?.code, `${JSON.stringify(env)} ${r.stdout}`).toBe(code);
-      expect(typeof r.json?.msg).toBe("string");
-      expect(r.stdout).not.toMatch(/\n\s+at /);
+    // direct mode only: the agent loads etcd3 from its own node_modules
+    if (mode === "direct") {
+      it("runs copied alone into a bin directory, and an ADD on the file store loads no etcd client", async () => {
+        const bin = join(dir, "bin");
+        const { mkdirSync } = await import("node:fs");
+        mkdirSync(bin);
+        copyFileSync(PLUGIN, join(bin, "ipamkit"));
+        const { chmodSync } = await import("node:fs");
+        chmodSync(join(bin, "ipamkit"), 0o755);
+        const ok = await runPlugin(cniEnv("ADD"), netconf("1.0.0"), join(bin, "ipamkit"));
+        expect(ok.code).toBe(0);
+        const etcd = await runPlugin(
+          cniEnv("ADD"),
+          netconf("1.0.0", { datastore: "etcd", etcd_host: "127.0.0.1:9" }),
+          join(bin, "ipamkit"),
+        );
+        expect(etcd.json?.code).toBe(2);
+        expect(String(etcd.json?.msg)).toContain("etcd3");
+      });
     }
-  });
 
-  it("reports an exhausted range with plugin code 100 and keeps nothing from a failed multi-range ADD", async () => {
-    const conf = netconf("1.0.0", { range: "10.40.0.0/30", exclude: ["10.40.0.1"], gateway: undefined });
-    expect((await runPlugin(cniEnv("ADD", "x0"), conf)).code).toBe(0);
-    const r = await runPlugin(cniEnv("ADD", "x1"), conf);
-    expect(r.json?.code).toBe(100);
-    // the v6 range was tried first or not at all: either way x1 holds nothing afterwards
-    const check = await runPlugin(cniEnv("CHECK", "x1"), { ...conf, prevResult: { cniVersion: "1.0.0", ips: [] } });
-    expect(check.json?.code).toBe(104);
+    it("200 ADD processes at once on one file-store pool get 200 distinct IPs", async () => {
+      const conf = netconf("1.0.0", { range: "10.50.0.0/22", ipRanges: [], gateway: undefined });
+      const runs = await Promise.all(Array.from({ length: 200 }, (_, i) => runPlugin(cniEnv("ADD", `p${i}`), conf)));
+      const failed = runs.filter((r) => r.code !== 0);
+      expect(failed.map((r) => r.stdout)).toEqual([]);
+      const addresses = runs.map((r) => ipsOf(r)[0]?.address);
+      expect(new Set(addresses).size).toBe(200);
+    }, 300_000);
   });
-
-  it("runs copied alone into a bin directory, and an ADD on the file store loads no etcd client", async () => {
-    const bin = join(dir, "bin");
-    const { mkdirSync } = await import("node:fs");
-    mkdirSync(bin);
-    copyFileSync(PLUGIN, join(bin, "ipamkit"));
-    const { chmodSync } = await import("node:fs");
-    chmodSync(join(bin, "ipamkit"), 0o755);
-    const ok = await runPlugin(cniEnv("ADD"), netconf("1.0.0"), join(bin, "ipamkit"));
-    expect(ok.code).toBe(0);
-    const etcd = await runPlugin(cniEnv("ADD"), netconf("1.0.0", { datastore: "etcd", etcd_host: "127.0.0.1:9" }), join(bin, "ipamkit"));
-    expect(etcd.json?.code).toBe(2);
-    expect(String(etcd.json?.msg)).toContain("etcd3");
-  });
-
-  it("200 ADD processes at once on one file-store pool get 200 distinct IPs", async () => {
-    const conf = netconf("1.0.0", { range: "10.50.0.0/22", ipRanges: [], gateway: undefined });
-    const runs = await Promise.all(Array.from({ length: 200 }, (_, i) => runPlugin(cniEnv("ADD", `p${i}`), conf)));
-    const failed = runs.filter((r) => r.code !== 0);
-    expect(failed.map((r) => r.stdout)).toEqual([]);
-    const addresses = runs.map((r) => ipsOf(r)[0]?.address);
-    expect(new Set(addresses).size).toBe(200);
-  }, 300_000);
-});
+}

@@ -1,0 +1,88 @@
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createFileStore } from "@ipamkit/storage-file";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type AgentProcess, startAgentProcess } from "../test/agent-process.js";
+import { cniEnv, runPlugin } from "../test/run-plugin.js";
+
+let dir: string;
+let agent: AgentProcess | undefined;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "ipamkit-agent-bin-"));
+  writeFileSync(join(dir, "whereabouts.conf"), "{}");
+});
+afterEach(async () => {
+  await agent?.stop();
+  agent = undefined;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const socketPath = () => join(dir, "run", "agent.sock");
+const netconf = (ipam: Record<string, unknown> = {}) => ({
+  cniVersion: "1.1.0",
+  name: "agent-net",
+  ipam: {
+    type: "ipamkit",
+    range: "10.60.0.0/22",
+    data_dir: join(dir, "store"),
+    configuration_path: dir,
+    agent_socket: socketPath(),
+    ...ipam,
+  },
+});
+const held = async () => {
+  const store = createFileStore({ dir: join(dir, "store") });
+  const pool = await store.readPool({ network: "", cidr: "10.60.0.0/22" });
+  await store.close();
+  return (pool?.pool.reservations() ?? []).map((r) => r.key.containerId);
+};
+
+describe("the binary and the agent", () => {
+  it("forwards when the agent answers (the agent logs the call)", async () => {
+    agent = await startAgentProcess(socketPath());
+    const r = await runPlugin(cniEnv("ADD", "a1"), netconf());
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("");
+    expect(agent.log()).toMatch(/"msg":"cni call"/);
+    expect(await held()).toEqual(["a1"]);
+  });
+
+  it("falls back to direct mode when the agent is down, or answers 11 when it is required", async () => {
+    const direct = await runPlugin(cniEnv("ADD", "d1"), netconf());
+    expect(direct.code).toBe(0);
+    expect(direct.stderr).toMatch(/ipamkit agent at .*: ENOENT; running the call directly/);
+    const required = await runPlugin(cniEnv("ADD", "d2"), netconf({ agent_required: true }));
+    expect(required.code).toBe(1);
+    expect(required.json).toMatchObject({ code: 11, msg: expect.stringContaining("agent_required") });
+    expect(await held()).toEqual(["d1"]);
+  });
+
+  it("a killed agent loses no acknowledged reservation, and a restart replaces its stale socket", async () => {
+    agent = await startAgentProcess(socketPath());
+    let finished = 0;
+    const calls = Array.from({ length: 60 }, (_, i) =>
+      runPlugin(cniEnv("ADD", `k${i}`), netconf({ agent_required: true })).finally(() => {
+        finished++;
+      }),
+    );
+    // kill it mid-stream: some calls answered, others in flight or not yet connected
+    while (finished < 10) await new Promise((r) => setTimeout(r, 5));
+    await agent.kill();
+    const runs = await Promise.all(calls);
+    const acknowledged = runs.flatMap((r, i) => (r.code === 0 ? [`k${i}`] : []));
+    const refused = runs.filter((r) => r.code !== 0);
+    for (const r of refused) expect(r.json?.code).toBe(11);
+    expect(acknowledged.length).toBeGreaterThan(0);
+    const stored = await held();
+    for (const id of acknowledged) expect(stored).toContain(id);
+    expect(statSync(socketPath()).isSocket()).toBe(true);
+    agent = await startAgentProcess(socketPath());
+    const again = await runPlugin(cniEnv("ADD", "after-restart"), netconf({ agent_required: true }));
+    expect(again.code).toBe(0);
+    // the refused calls are retried by the runtime: the same ADDs now succeed
+    for (const [i, r] of runs.entries())
+      if (r.code !== 0) expect((await runPlugin(cniEnv("ADD", `k${i}`), netconf({ agent_required: true }))).code).toBe(0);
+    expect((await held()).length).toBe(61);
+  }, 120_000);
+});
