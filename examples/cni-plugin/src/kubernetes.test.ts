@@ -56,3 +56,23 @@ it("an unreachable API server is reported with code 11, never swallowed on DEL",
   expect(del.code).toBe(1);
   expect(del.json?.code).toBe(11);
 });
+
+it("20 ADD processes at once on one Kubernetes pool all succeed: conflicts from the separately bundled store are retried", async () => {
+  const server = await startKubeTestServer({ port: 0 });
+  try {
+    const kubeconfig = join(mkdtempSync(join(tmpdir(), "ipamkit-cni-kube-")), "kubeconfig");
+    await server.writeKubeconfig(kubeconfig, { namespace: "burst" });
+    const conf = {
+      cniVersion: "1.1.0",
+      name: "kube-burst",
+      ipam: { type: "ipamkit", range: "10.74.0.0/24", kubernetes: { kubeconfig }, configuration_path: "/nonexistent-ipamkit" },
+    };
+    const runs = await Promise.all(Array.from({ length: 20 }, (_, i) => runPlugin(cniEnv("ADD", `b${i}`), conf)));
+    expect(runs.filter((r) => r.code !== 0).map((r) => r.stdout)).toEqual([]);
+    expect(new Set(runs.map((r) => JSON.stringify(r.json?.ips))).size).toBe(20);
+    // the processes did meet each other: without retries some would have answered 11
+    expect(server.stats().byStatus[409] ?? 0).toBeGreaterThan(0);
+  } finally {
+    await server.close();
+  }
+}, 120_000);

@@ -22,7 +22,24 @@ export interface IpamErrorOptions {
   component?: string;
 }
 
+/** Marks ipamkit errors of every copy of this module (a bundle, a second install in node_modules). */
+const BRAND = Symbol.for("@ipamkit/core/IpamError");
+
 export class IpamError extends Error {
+  /**
+   * `instanceof` across copies of this module: the CNI binary loads the Kubernetes store from a
+   * separate bundle with its own copy of core, and its StoreConflictError must still be retried
+   * and mapped like ours. Same prototype chain, or the brand plus the class's own code.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    if (typeof value !== "object" || value === null || (value as { [BRAND]?: unknown })[BRAND] !== true) return false;
+    if (this === IpamError) return true;
+    const code = CODE_OF_CLASS.get(this);
+    return code !== undefined && (value as { code?: unknown }).code === code;
+  }
+
+  readonly [BRAND] = true;
   readonly code: IpamErrorCode;
   /** True when the same call may succeed if it is retried later (CNI code 11). */
   readonly retryable: boolean;
@@ -156,3 +173,19 @@ export class StoreCorruptError extends IpamError {
 export function isIpamError(error: unknown): error is IpamError {
   return error instanceof IpamError;
 }
+
+/** The code each class stands for (one class per code), for `instanceof` across module copies. */
+const CODE_OF_CLASS = new Map<unknown, IpamErrorCode>([
+  [InvalidAddressError, "INVALID_ADDRESS"],
+  [InvalidRangeError, "INVALID_RANGE"],
+  [InvalidKeyError, "INVALID_KEY"],
+  [InvalidRequestError, "INVALID_REQUEST"],
+  [RangeExhaustedError, "RANGE_EXHAUSTED"],
+  [AddressUnavailableError, "ADDRESS_UNAVAILABLE"],
+  [PoolCorruptError, "POOL_CORRUPT"],
+  [StoreConflictError, "STORE_CONFLICT"],
+  [StoreUnavailableError, "STORE_UNAVAILABLE"],
+  [StoreAccessDeniedError, "STORE_ACCESS_DENIED"],
+  [StoreRejectedError, "STORE_REJECTED"],
+  [StoreCorruptError, "STORE_CORRUPT"],
+]);
