@@ -36,7 +36,12 @@ async function fake(reply: (request: string) => string | undefined): Promise<str
 }
 
 const call = (socketPath: string, timeoutMs?: number) =>
-  forwardToAgent({ socketPath, env: { CNI_COMMAND: "ADD", HOME: "/root" }, stdin: "{}", ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+  forwardToAgent({
+    socketPath,
+    env: { CNI_COMMAND: "ADD", HOME: "/root" },
+    stdin: "{}",
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+  });
 
 it("sends only CNI_* variables and returns the answer", async () => {
   let seen: unknown;

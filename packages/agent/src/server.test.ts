@@ -47,7 +47,13 @@ const conf = (ipam: Record<string, unknown> = {}) =>
     name: "net",
     ipam: { type: "ipamkit", range: "10.30.0.0/24", data_dir: join(dir, "store"), configuration_path: dir, ...ipam },
   });
-const env = (command: string, containerId = "c1") => ({ CNI_COMMAND: command, CNI_CONTAINERID: containerId, CNI_IFNAME: "net1", CNI_NETNS: "/x", CNI_PATH: "/x" });
+const env = (command: string, containerId = "c1") => ({
+  CNI_COMMAND: command,
+  CNI_CONTAINERID: containerId,
+  CNI_IFNAME: "net1",
+  CNI_NETNS: "/x",
+  CNI_PATH: "/x",
+});
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), "ipamkit-agent-"));
@@ -123,7 +129,7 @@ describe("the agent", () => {
     expect(new Set(addresses).size).toBe(50);
     expect(conflicts).toBe(0);
     expect(opened).toBe(1);
-    expect(agent?.stats()).toMatchObject({ requests: 50, byExitCode: { 0: 50 }, inFlight: 0, stores: 1 });
+    expect(agent?.stats()).toMatchObject({ requests: 50, byExitCode: { 0: 50 }, inFlight: 0, stores: 1, conflicts: 0 });
   });
 
   it("listens with mode 0600, replaces a stale socket, refuses to start beside a live one or over a file", async () => {

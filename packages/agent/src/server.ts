@@ -24,6 +24,8 @@ export interface AgentStats {
   malformed: number;
   inFlight: number;
   stores: number;
+  /** Store write conflicts (retried). One queue per pool: these come from other nodes. */
+  conflicts: number;
 }
 
 export interface Agent {
@@ -48,7 +50,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   const queue = new KeyedQueue();
   const stores = new StoreCache(options.openStore);
   const fs = options.fs ?? realFs;
-  const stats: AgentStats = { requests: 0, byExitCode: {}, malformed: 0, inFlight: 0, stores: 0 };
+  const stats: AgentStats = { requests: 0, byExitCode: {}, malformed: 0, inFlight: 0, stores: 0, conflicts: 0 };
   const inFlight = new Set<Promise<void>>();
 
   /** Runs one CNI call exactly as the binary would, with stores borrowed from the cache. */
@@ -171,7 +173,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
 
   return {
     socketPath,
-    stats: () => ({ ...stats, byExitCode: { ...stats.byExitCode }, stores: stores.size }),
+    stats: () => ({ ...stats, byExitCode: { ...stats.byExitCode }, stores: stores.size, conflicts: stores.conflicts }),
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await Promise.allSettled([...inFlight]);
@@ -181,7 +183,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       } catch {
         // already gone
       }
-      logger.info({ socket: socketPath, requests: stats.requests }, "ipamkit agent stopped");
+      logger.info({ socket: socketPath, requests: stats.requests, conflicts: stores.conflicts }, "ipamkit agent stopped");
     },
   };
 }

@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import type { IpamConfig } from "@ipamkit/cni";
-import type { IpamStore } from "@ipamkit/core";
+import { type IpamStore, StoreConflictError } from "@ipamkit/core";
 
 /** Which client a config needs: calls that need the same one share it. */
 export function storeIdentity(config: IpamConfig): string {
@@ -40,6 +40,9 @@ interface Entry {
 export class StoreCache {
   private readonly entries = new Map<string, Entry>();
 
+  /** Compare-and-swap conflicts seen by borrowed stores (with the queue, they come from other nodes). */
+  conflicts = 0;
+
   constructor(private readonly open: (config: IpamConfig) => Promise<IpamStore>) {}
 
   async borrow(config: IpamConfig, onClose: () => void): Promise<IpamStore> {
@@ -76,7 +79,9 @@ export class StoreCache {
       onClose();
       if (current.retired && current.users === 0) await this.dispose(current);
     };
-    return lend(store, giveBack);
+    return lend(store, giveBack, () => {
+      this.conflicts++;
+    });
   }
 
   async closeAll(): Promise<void> {
@@ -99,19 +104,27 @@ export class StoreCache {
 }
 
 /** The store as the dispatcher sees it: everything delegated, `close()` only gives it back. */
-function lend(store: IpamStore, giveBack: () => Promise<void>): IpamStore {
+function lend(store: IpamStore, giveBack: () => Promise<void>, onConflict: () => void): IpamStore {
+  const counted = async <T>(write: Promise<T>): Promise<T> => {
+    try {
+      return await write;
+    } catch (error) {
+      if (error instanceof StoreConflictError) onConflict();
+      throw error;
+    }
+  };
   const lent: IpamStore = {
     name: store.name,
     capabilities: store.capabilities,
     readPool: (ref) => store.readPool(ref),
-    writePool: (ref, pool, expected) => store.writePool(ref, pool, expected),
+    writePool: (ref, pool, expected) => counted(store.writePool(ref, pool, expected)),
     listPools: () => store.listPools(),
     readClaim: (ref) => store.readClaim(ref),
-    writeClaim: (ref, claim, expected) => store.writeClaim(ref, claim, expected),
-    deleteClaim: (ref, expected) => store.deleteClaim(ref, expected),
+    writeClaim: (ref, claim, expected) => counted(store.writeClaim(ref, claim, expected)),
+    deleteClaim: (ref, expected) => counted(store.deleteClaim(ref, expected)),
     listClaims: (network) => store.listClaims(network),
     close: giveBack,
   };
   const commit = store.commit;
-  return commit === undefined ? lent : { ...lent, commit: (writes) => commit.call(store, writes) };
+  return commit === undefined ? lent : { ...lent, commit: (writes) => counted(commit.call(store, writes)) };
 }
