@@ -107,8 +107,7 @@ export function parseOptions(argv: string[]): Options | "help" {
     if (v[flag] !== undefined && datastore !== "etcd") throw new UsageError(`--${flag} is only used with --datastore etcd`);
   }
   if (v["data-dir"] !== undefined && datastore !== "file") throw new UsageError("--data-dir is only used with --datastore file");
-  if (v.namespace !== undefined && datastore !== "kubernetes")
-    throw new UsageError("--namespace is only used with --datastore kubernetes");
+  if (v.namespace !== undefined && datastore !== "kubernetes") throw new UsageError("--namespace is only used with --datastore kubernetes");
   const once = v.once === true;
   const watch = v.watch === true;
   if (once && watch) throw new UsageError("--once and --watch exclude each other");

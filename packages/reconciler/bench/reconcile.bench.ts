@@ -8,15 +8,7 @@
  * Run: pnpm --filter @ipamkit/reconciler bench   (output: Markdown on stdout)
  */
 import { cpus } from "node:os";
-import {
-  attachmentKey,
-  type ObservedReservation,
-  Pool,
-  type PodFacts,
-  parseCidr,
-  planReconcile,
-  type Reservation,
-} from "@ipamkit/core";
+import { attachmentKey, type ObservedReservation, type PodFacts, Pool, parseCidr, planReconcile, type Reservation } from "@ipamkit/core";
 import { startKubeTestServer } from "@ipamkit/kube-test-server";
 import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
@@ -45,16 +37,35 @@ function planningInput(n: number) {
     const v6 = poolIndex % 4 === 3;
     const pool = { network: "", cidr: v6 ? `fd00:${poolIndex.toString(16)}::/64` : `10.${poolIndex}.0.0/22` };
     const offset = BigInt((i % 1000) + 1);
-    const address = v6 ? `fd00:${poolIndex.toString(16)}::${offset.toString(16)}` : `10.${poolIndex}.${Number(offset) >> 8}.${Number(offset) & 255}`;
+    const address = v6
+      ? `fd00:${poolIndex.toString(16)}::${offset.toString(16)}`
+      : `10.${poolIndex}.${Number(offset) >> 8}.${Number(offset) & 255}`;
     const podRef = `ns${i % 50}/pod-${i}`;
-    const reservation: Reservation = { offset, key: attachmentKey({ containerId: `c${i}`, ifName: "net1" }), podRef, podUid: `uid-${i}`, createdAt: HOUR_AGO };
+    const reservation: Reservation = {
+      offset,
+      key: attachmentKey({ containerId: `c${i}`, ifName: "net1" }),
+      podRef,
+      podUid: `uid-${i}`,
+      createdAt: HOUR_AGO,
+    };
     reservations.push({ pool, address, reservation });
-    const pod: PodFacts = { namespace: `ns${i % 50}`, name: `pod-${i}`, uid: `uid-${i}`, phase: "Running", evictedByTaintManager: false, networkStatus: [{ interface: "eth0", ips: ["10.244.0.1"], default: true }, { interface: "net1", ips: [address] }] };
+    const pod: PodFacts = {
+      namespace: `ns${i % 50}`,
+      name: `pod-${i}`,
+      uid: `uid-${i}`,
+      phase: "Running",
+      evictedByTaintManager: false,
+      networkStatus: [
+        { interface: "eth0", ips: ["10.244.0.1"], default: true },
+        { interface: "net1", ips: [address] },
+      ],
+    };
     const fate = i % 10 === 9 ? Math.floor(i / 10) % 6 : -1;
-    if (fate === 0) orphans++; // missing
-    else if (fate === 1) (orphans++, pods.set(podRef, { ...pod, uid: "reborn" }));
-    else if (fate === 2) (orphans++, pods.set(podRef, { ...pod, phase: "Succeeded" }));
-    else if (fate === 3) (orphans++, pods.set(podRef, { ...pod, networkStatus: [{ interface: "net1", ips: ["10.255.255.1"] }] }));
+    if (fate === 0)
+      orphans++; // missing
+    else if (fate === 1) orphans++, pods.set(podRef, { ...pod, uid: "reborn" });
+    else if (fate === 2) orphans++, pods.set(podRef, { ...pod, phase: "Succeeded" });
+    else if (fate === 3) orphans++, pods.set(podRef, { ...pod, networkStatus: [{ interface: "net1", ips: ["10.255.255.1"] }] });
     else if (fate === 4) pods.set(podRef, { ...pod, phase: "Pending", networkStatus: [] });
     else pods.set(podRef, pod);
   }
@@ -66,7 +77,9 @@ const N = 100_000;
 const input = planningInput(N);
 let released = 0;
 const plan = () => {
-  released = planReconcile({ reservations: input.reservations, pods: input.pods, now: NOW, graceMs: 300_000 }).filter((v) => v.release).length;
+  released = planReconcile({ reservations: input.reservations, pods: input.pods, now: NOW, graceMs: 300_000 }).filter(
+    (v) => v.release,
+  ).length;
 };
 const lookups = () => {
   let found = 0;
@@ -80,7 +93,9 @@ const baseRuns = Array.from({ length: 5 }, () => cpuMs(lookups));
 if (released !== input.orphans) throw new Error(`planner released ${released}, expected ${input.orphans}`);
 const planCpu = median(planRuns.map((r) => r.cpu));
 const baseCpu = median(baseRuns.map((r) => r.cpu));
-rows.push(`| plan 100k reservations × 100k pods (pure) | ${planCpu.toFixed(0)} ms CPU | ${median(planRuns.map((r) => r.wall)).toFixed(0)} ms | ${(planCpu / baseCpu).toFixed(1)}× (baseline ${baseCpu.toFixed(1)} ms: one pod lookup each) | ${released} of 100000 |`);
+rows.push(
+  `| plan 100k reservations × 100k pods (pure) | ${planCpu.toFixed(0)} ms CPU | ${median(planRuns.map((r) => r.wall)).toFixed(0)} ms | ${(planCpu / baseCpu).toFixed(1)}× (baseline ${baseCpu.toFixed(1)} ms: one pod lookup each) | ${released} of 100000 |`,
+);
 
 // 2. through the test server
 const server = await startKubeTestServer({ port: 0 });
@@ -96,7 +111,13 @@ try {
     const reservations: Reservation[] = [];
     for (let i = 0; i < PER; i++) {
       const n = p * PER + i;
-      reservations.push({ offset: BigInt(i + 1), key: attachmentKey({ containerId: `c${n}`, ifName: "net1" }), podRef: `bench/pod-${n}`, podUid: `uid-${n}`, createdAt: HOUR_AGO });
+      reservations.push({
+        offset: BigInt(i + 1),
+        key: attachmentKey({ containerId: `c${n}`, ifName: "net1" }),
+        podRef: `bench/pod-${n}`,
+        podUid: `uid-${n}`,
+        createdAt: HOUR_AGO,
+      });
     }
     await store.writePool({ network: "", cidr: cidr.text }, Pool.fromReservations(cidr, reservations), undefined);
   }
@@ -104,9 +125,14 @@ try {
   const live = Array.from({ length: POOLS * PER }, (_, n) => n).filter((n) => n % 10 !== 9);
   for (let i = 0; i < live.length; i += 100) {
     await Promise.all(
-      live.slice(i, i + 100).map((n) =>
-        core.createNamespacedPod({ namespace: "bench", body: { metadata: { name: `pod-${n}` }, spec: { containers: [{ name: "a", image: "i" }] } } }),
-      ),
+      live
+        .slice(i, i + 100)
+        .map((n) =>
+          core.createNamespacedPod({
+            namespace: "bench",
+            body: { metadata: { name: `pod-${n}` }, spec: { containers: [{ name: "a", image: "i" }] } },
+          }),
+        ),
     );
   }
   // the reservations were written with made-up UIDs: reconcile would call them reborn. Re-write them with the real ones.
@@ -137,7 +163,9 @@ try {
   if (first.value.released.length !== 1000) throw new Error(`released ${first.value.released.length}, expected 1000`);
   if (second.value.released.length !== 0) throw new Error("second pass released something");
   const row = (name: string, r: { wall: number; cpu: number; requests: number }, note: string) =>
-    rows.push(`| ${name} | ${r.cpu.toFixed(0)} ms CPU | ${r.wall.toFixed(0)} ms | ${(r.wall / base.wall).toFixed(1)}× (baseline ${base.wall.toFixed(0)} ms: read 10 pools + list ${base.value} pods) | ${note}, ${r.requests} HTTP requests |`);
+    rows.push(
+      `| ${name} | ${r.cpu.toFixed(0)} ms CPU | ${r.wall.toFixed(0)} ms | ${(r.wall / base.wall).toFixed(1)}× (baseline ${base.wall.toFixed(0)} ms: read 10 pools + list ${base.value} pods) | ${note}, ${r.requests} HTTP requests |`,
+    );
   row("full reconcile, 10k reservations (9k live pods, 1k orphaned), test server", first, `${first.value.released.length} released`);
   row("second pass (nothing to release)", second, "0 released");
   pods.close();
@@ -149,4 +177,6 @@ try {
 console.log(`# reconciler bench (pnpm --filter @ipamkit/reconciler bench)\n`);
 console.log("| case | CPU (test process) | wall | vs baseline | result |\n|---|---:|---:|---|---|");
 for (const r of rows) console.log(r);
-console.log(`\n${cpus()[0]?.model ?? "cpu"} × ${cpus().length}, node ${process.version}, ${new Date().toISOString()}; the test server runs in the same process, so its CPU is included in the reconcile rows.`);
+console.log(
+  `\n${cpus()[0]?.model ?? "cpu"} × ${cpus().length}, node ${process.version}, ${new Date().toISOString()}; the test server runs in the same process, so its CPU is included in the reconcile rows.`,
+);

@@ -32,6 +32,7 @@ beforeEach(async () => {
   custom = kubeConfig.makeApiClient(CustomObjectsApi);
 });
 afterEach(async () => {
+  restoreTimers();
   for (const run of runs.splice(0)) {
     run.stop.abort();
     await run.done;
@@ -48,6 +49,30 @@ async function until(condition: () => boolean | Promise<boolean>, what: string, 
 }
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const aborted = (signal: AbortSignal) => new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve()));
+
+/**
+ * Records the timers that `src/leader.ts` creates and have neither fired nor been cleared
+ * (the global setTimeout is looked up at call time, so replacing it sees the elector's timers).
+ */
+function trackLeaderTimers() {
+  const pending = new Set<ReturnType<typeof setTimeout>>();
+  const { setTimeout: realSet, clearTimeout: realClear } = globalThis;
+  globalThis.setTimeout = ((callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+    const handle = realSet(() => {
+      pending.delete(handle);
+      callback(...args);
+    }, ms);
+    if (new Error().stack?.includes("/src/leader.ts")) pending.add(handle);
+    return handle;
+  }) as unknown as typeof setTimeout;
+  globalThis.clearTimeout = ((handle: ReturnType<typeof setTimeout> | undefined) => {
+    if (handle !== undefined) pending.delete(handle);
+    realClear(handle);
+  }) as typeof clearTimeout;
+  restoreTimers = () => Object.assign(globalThis, { setTimeout: realSet, clearTimeout: realClear });
+  return pending;
+}
+let restoreTimers = () => {};
 
 /** The Lease as stored, read raw: its times are the strings the API server holds. */
 const readLease = async () => (await custom.getNamespacedCustomObject(lease)) as LeaseBody;
@@ -104,11 +129,12 @@ async function otherHolder(holderIdentity: string, clock = () => new Date()) {
 
 describe("leader election on a Lease", () => {
   it("a single elector acquires, leads, renews with 6-digit times and releases on stop", async () => {
-    const timersBefore = process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    const timers = trackLeaderTimers();
     const e = createLeaderElector({ kubeConfig, namespace: NS, ...FAST }); // default name and identity
     expect(e.identity).toMatch(new RegExp(`^${hostname().replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}_[0-9a-f]{8}$`));
     const { signals, stop, done } = campaign(e);
     await until(() => signals.length === 1 && e.isLeader(), "leadership");
+    expect(timers.size).toBeGreaterThan(0); // the tracking sees the elector's timers
 
     const first = await readLease();
     expect(first.spec).toMatchObject({ holderIdentity: e.identity, leaseDurationSeconds: 2, leaseTransitions: 0 });
@@ -128,7 +154,7 @@ describe("leader election on a Lease", () => {
     expect(signals[0]?.aborted).toBe(true);
     expect(e.isLeader()).toBe(false);
     expect((await readLease()).spec).toMatchObject({ holderIdentity: "", leaseDurationSeconds: 1, leaseTransitions: 0 });
-    expect(process.getActiveResourcesInfo().filter((r) => r === "Timeout").length).toBeLessThanOrEqual(timersBefore);
+    expect(timers.size).toBe(0); // no dangling timers once run has resolved
   });
 
   it("stays passive while another instance renews, and takes over once it stops", async () => {
