@@ -31,13 +31,19 @@ function ensurePnpm() {
   must("npm", ["install", "--global", `pnpm@${PNPM}`]);
 }
 
-/** Debian packages the tests use for real: etcd (etcd-server, etcd-client), openssl for throw-away TLS certificates. */
+/**
+ * Debian packages the tests use for real: etcd (etcd-server, etcd-client), openssl for throw-away
+ * TLS certificates, the CNI reference plugins (bridge, macvlan, host-local in /usr/lib/cni) and
+ * iproute2 for the end-to-end tests in network namespaces.
+ */
 function ensureDebianPackages() {
   const missing = [
-    ["etcd", "etcd-server"],
-    ["etcdctl", "etcd-client"],
-    ["openssl", "openssl"],
-  ].filter(([bin]) => spawnSync("sh", ["-c", `command -v ${bin}`]).status !== 0);
+    ["command -v etcd", "etcd-server"],
+    ["command -v etcdctl", "etcd-client"],
+    ["command -v openssl", "openssl"],
+    ["test -x /usr/lib/cni/bridge && test -x /usr/lib/cni/macvlan && test -x /usr/lib/cni/host-local", "containernetworking-plugins"],
+    ["command -v ip", "iproute2"],
+  ].filter(([check]) => spawnSync("sh", ["-c", check]).status !== 0);
   if (missing.length === 0) return;
   const packages = missing.map(([, pkg]) => pkg);
   if (process.getuid?.() !== 0) {
