@@ -1,4 +1,4 @@
 import { defineConfig } from "tsup";
 import { preset } from "../../scripts/tsup.preset.js";
 
-export default defineConfig(preset({ entry: ["src/index.ts", "src/client.ts"], external: ["pino"] }));
+export default defineConfig(preset({ entry: ["src/index.ts", "src/client.ts"], external: ["pino"], splitting: false }));
