@@ -86,3 +86,27 @@ describe("the binary and the agent", () => {
     expect((await held()).length).toBe(61);
   }, 120_000);
 });
+
+it("the DaemonSet manifest runs the agent on the socket the README configures, on a host path", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { loadAllYaml } = await import("@kubernetes/client-node");
+  const root = join(import.meta.dirname, "..");
+  const [ds] = loadAllYaml(readFileSync(join(root, "deploy", "agent-daemonset.yaml"), "utf8")) as {
+    kind: string;
+    spec: {
+      template: {
+        spec: {
+          containers: { args: string[]; volumeMounts: { name: string; mountPath: string }[] }[];
+          volumes: { name: string; hostPath?: { path: string } }[];
+        };
+      };
+    };
+  }[];
+  expect(ds?.kind).toBe("DaemonSet");
+  const pod = ds?.spec.template.spec;
+  const args = pod?.containers[0]?.args ?? [];
+  const socket = args[args.indexOf("--socket") + 1] ?? "";
+  expect(readFileSync(join(root, "README.md"), "utf8")).toContain(`"agent_socket": "${socket}"`);
+  const mount = pod?.containers[0]?.volumeMounts.find((m) => socket.startsWith(`${m.mountPath}/`));
+  expect(pod?.volumes.find((v) => v.name === mount?.name)?.hostPath?.path).toBe(join(socket, ".."));
+});

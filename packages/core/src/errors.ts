@@ -32,10 +32,13 @@ export class IpamError extends Error {
    * and mapped like ours. Same prototype chain, or the brand plus the class's own code.
    */
   static override [Symbol.hasInstance](value: unknown): boolean {
-    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    // `this` is the class on the right of `instanceof` (IpamError or a subclass), as intended
+    // biome-ignore lint/complexity/noThisInStatic: the receiver is the class being checked
+    const target: unknown = this;
+    if (Function.prototype[Symbol.hasInstance].call(target, value)) return true;
     if (typeof value !== "object" || value === null || (value as { [BRAND]?: unknown })[BRAND] !== true) return false;
-    if (this === IpamError) return true;
-    const code = CODE_OF_CLASS.get(this);
+    if (target === IpamError) return true;
+    const code = CODE_OF_CLASS.get(target);
     return code !== undefined && (value as { code?: unknown }).code === code;
   }
 

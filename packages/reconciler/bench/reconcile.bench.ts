@@ -61,13 +61,17 @@ function planningInput(n: number) {
       ],
     };
     const fate = i % 10 === 9 ? Math.floor(i / 10) % 6 : -1;
-    if (fate === 0)
-      orphans++; // missing
-    else if (fate === 1) orphans++, pods.set(podRef, { ...pod, uid: "reborn" });
-    else if (fate === 2) orphans++, pods.set(podRef, { ...pod, phase: "Succeeded" });
-    else if (fate === 3) orphans++, pods.set(podRef, { ...pod, networkStatus: [{ interface: "net1", ips: ["10.255.255.1"] }] });
-    else if (fate === 4) pods.set(podRef, { ...pod, phase: "Pending", networkStatus: [] });
-    else pods.set(podRef, pod);
+    // fates 0–3 orphan the reservation (pod missing, reborn, finished, IP not listed); 4 is Pending (kept)
+    const variants: (PodFacts | undefined)[] = [
+      undefined,
+      { ...pod, uid: "reborn" },
+      { ...pod, phase: "Succeeded" },
+      { ...pod, networkStatus: [{ interface: "net1", ips: ["10.255.255.1"] }] },
+      { ...pod, phase: "Pending", networkStatus: [] },
+    ];
+    if (fate >= 0 && fate <= 3) orphans++;
+    const facts = fate >= 0 && fate <= 4 ? variants[fate] : pod;
+    if (facts !== undefined) pods.set(podRef, facts);
   }
   return { reservations, pods, orphans };
 }
@@ -125,14 +129,12 @@ try {
   const live = Array.from({ length: POOLS * PER }, (_, n) => n).filter((n) => n % 10 !== 9);
   for (let i = 0; i < live.length; i += 100) {
     await Promise.all(
-      live
-        .slice(i, i + 100)
-        .map((n) =>
-          core.createNamespacedPod({
-            namespace: "bench",
-            body: { metadata: { name: `pod-${n}` }, spec: { containers: [{ name: "a", image: "i" }] } },
-          }),
-        ),
+      live.slice(i, i + 100).map((n) =>
+        core.createNamespacedPod({
+          namespace: "bench",
+          body: { metadata: { name: `pod-${n}` }, spec: { containers: [{ name: "a", image: "i" }] } },
+        }),
+      ),
     );
   }
   // the reservations were written with made-up UIDs: reconcile would call them reborn. Re-write them with the real ones.
