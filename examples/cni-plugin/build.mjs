@@ -1,8 +1,9 @@
-// Builds dist/ipamkit: one minified CommonJS file with a shebang that runs with plain `node`, even
-// copied alone into a CNI bin directory. Every dependency is bundled (ESM builds, so zod/mini tree-
-// shakes) except the etcd client (grpc + .proto files at run time), loaded only for datastore "etcd",
-// and the Kubernetes store, bundled apart into dist/ipamkit-kubernetes.cjs (@kubernetes/client-node,
-// ~1 MB minified) and loaded only for datastore "kubernetes".
+// Builds the plugin as minified CommonJS files that run with plain `node` when the dist folder is
+// copied into a CNI bin directory: dist/ipamkit (shebang; the small forwarder to the node-local
+// agent), dist/ipamkit-direct.cjs (the whole plugin, every dependency bundled — ESM builds, so
+// zod/mini tree-shakes — except the etcd client: grpc + .proto files at run time, loaded only for
+// datastore "etcd"), dist/ipamkit-kubernetes.cjs (the Kubernetes store and @kubernetes/client-node,
+// ~1 MB, loaded only for datastore "kubernetes") and dist/ipamkit-agent (the agent, shebang).
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
 
@@ -22,12 +23,9 @@ const bundle = (options) =>
 
 rmSync("dist", { recursive: true, force: true });
 mkdirSync("dist");
-await bundle({
-  entryPoints: ["src/main.ts"],
-  outfile: "dist/ipamkit",
-  external: ["etcd3", "cockatiel"],
-  banner: { js: "#!/usr/bin/env node" },
-});
+// dist/ipamkit is only the forwarder (~10 KB); the plugin itself is dist/ipamkit-direct.cjs
+await bundle({ entryPoints: ["src/main.ts"], outfile: "dist/ipamkit", banner: { js: "#!/usr/bin/env node" } });
+await bundle({ entryPoints: ["src/direct.ts"], outfile: "dist/ipamkit-direct.cjs", external: ["etcd3", "cockatiel"] });
 await bundle({ entryPoints: ["src/kubernetes.ts"], outfile: "dist/ipamkit-kubernetes.cjs" });
 // the node-local agent: same store loading (etcd3 beside it, the Kubernetes bundle above), plus pino
 await bundle({

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { createFileStore } from "@ipamkit/storage-file";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type AgentProcess, startAgentProcess } from "../test/agent-process.js";
-import { cniEnv, runPlugin } from "../test/run-plugin.js";
+import { cniEnv, PLUGIN, runPlugin } from "../test/run-plugin.js";
 
 let dir: string;
 let agent: AgentProcess | undefined;
@@ -39,6 +39,38 @@ const held = async () => {
 };
 
 describe("the binary and the agent", () => {
+  it("the forwarding path loads nothing but the forwarder: dist/ipamkit alone serves a Kubernetes network through the agent", async () => {
+    const { copyFileSync, mkdirSync } = await import("node:fs");
+    const { startKubeTestServer } = await import("@ipamkit/kube-test-server");
+    const server = await startKubeTestServer({ port: 0 });
+    try {
+      const kubeconfig = join(dir, "kubeconfig");
+      await server.writeKubeconfig(kubeconfig, { namespace: "fwd" });
+      agent = await startAgentProcess(socketPath());
+      const bin = join(dir, "bin");
+      mkdirSync(bin);
+      // no ipamkit-direct.cjs, no ipamkit-kubernetes.cjs, no node_modules beside it
+      copyFileSync(PLUGIN, join(bin, "ipamkit"));
+      const conf = netconf({ datastore: "kubernetes", kubernetes: { kubeconfig }, agent_required: true, data_dir: undefined });
+      const add = await runPlugin(cniEnv("ADD", "f1"), conf, join(bin, "ipamkit"));
+      expect(add.stderr).toBe("");
+      expect(add.json).toEqual({ cniVersion: "1.1.0", ips: [{ address: "10.60.0.1/22" }] });
+      // and without the agent, that copy has no plugin to fall back to: a clear error, no stack trace
+      await agent.stop();
+      agent = undefined;
+      const alone = await runPlugin(
+        cniEnv("ADD", "f2"),
+        netconf({ datastore: "kubernetes", kubernetes: { kubeconfig }, data_dir: undefined }),
+        join(bin, "ipamkit"),
+      );
+      expect(alone.code).toBe(1);
+      expect(alone.json).toMatchObject({ code: 2, msg: expect.stringMatching(/ipamkit-direct\.cjs\) cannot be loaded/) });
+      expect(alone.stdout + alone.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("forwards when the agent answers (the agent logs the call)", async () => {
     agent = await startAgentProcess(socketPath());
     const r = await runPlugin(cniEnv("ADD", "a1"), netconf());

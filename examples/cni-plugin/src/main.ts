@@ -1,10 +1,14 @@
 import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { AgentUnavailableError, forwardToAgent } from "@ipamkit/agent/client";
-import { agentSettings, CNI_CODES, CniError, type ConfigFs, dispatch, errorJson } from "@ipamkit/cni";
-import { openStore } from "./open-store.js";
+import { agentSettings } from "@ipamkit/cni/agent-settings";
 
-// The only file that touches the real process: environment, streams and the exit code.
-function readStdin(): Promise<string> {
+// dist/ipamkit: the only file that touches the real process (environment, streams, exit code), and
+// deliberately small. With `agent_socket` configured it forwards the call to the node-local agent
+// and loads nothing else; otherwise (or when the agent cannot answer) it loads the whole plugin,
+// dist/ipamkit-direct.cjs, and runs the call here.
+
+function readAll(): Promise<string> {
   return new Promise((resolve, reject) => {
     let text = "";
     process.stdin.setEncoding("utf8");
@@ -16,59 +20,54 @@ function readStdin(): Promise<string> {
   });
 }
 
-const fs: ConfigFs = { exists: existsSync, readText: (path) => readFileSync(path, "utf8") };
-
-/**
- * With `agent_socket` configured, the call goes to the node-local agent (no store client is loaded
- * here); when the agent cannot answer, the call runs here instead, or — with `agent_required` —
- * fails with code 11 so that the runtime retries. Returns undefined when the call runs here.
- */
-async function viaAgent(stdin: string): Promise<number | undefined> {
-  const command = process.env.CNI_COMMAND;
-  if (command === undefined || command === "VERSION") return undefined;
-  const settings = agentSettings(stdin, fs);
-  if (settings === undefined) return undefined;
+/** A CNI error in the config's version, without loading the plugin. */
+function cniError(stdin: string, code: number, message: string): string {
+  let cniVersion = "1.1.0";
   try {
-    const answer = await forwardToAgent({ socketPath: settings.socket, env: process.env, stdin });
-    process.stdout.write(answer.stdout);
-    if (answer.stderr !== "") process.stderr.write(answer.stderr);
-    return answer.exitCode;
-  } catch (error) {
-    if (!(error instanceof AgentUnavailableError)) throw error;
-    if (!settings.required) {
-      process.stderr.write(`ipamkit: ${error.message}; running the call directly\n`);
-      return undefined;
-    }
-    const version = (() => {
-      try {
-        return String((JSON.parse(stdin) as { cniVersion?: unknown }).cniVersion ?? "1.1.0");
-      } catch {
-        return "1.1.0";
-      }
-    })();
-    process.stdout.write(errorJson(new CniError(CNI_CODES.TRY_AGAIN_LATER, `${error.message} (agent_required)`), version));
-    return 1;
+    const v = (JSON.parse(stdin) as { cniVersion?: unknown }).cniVersion;
+    if (typeof v === "string" && v !== "") cniVersion = v;
+  } catch {
+    // keep the default
   }
+  return `${JSON.stringify({ cniVersion, code, msg: message })}\n`;
 }
 
 async function main(): Promise<number> {
-  let stdin: string | undefined;
-  const read = async () => {
-    stdin ??= await readStdin();
+  let stdin: Promise<string> | undefined;
+  const read = () => {
+    stdin ??= readAll();
     return stdin;
   };
-  if (process.env.CNI_COMMAND !== undefined && process.env.CNI_COMMAND !== "VERSION") {
-    const forwarded = await viaAgent(await read().catch(() => ""));
-    if (forwarded !== undefined) return forwarded;
+  const command = process.env.CNI_COMMAND;
+  if (command !== undefined && command !== "VERSION") {
+    const text = await read().catch(() => "");
+    const settings = agentSettings(text, { exists: existsSync, readText: (path) => readFileSync(path, "utf8") });
+    if (settings !== undefined) {
+      try {
+        const answer = await forwardToAgent({ socketPath: settings.socket, env: process.env, stdin: text });
+        process.stdout.write(answer.stdout);
+        if (answer.stderr !== "") process.stderr.write(answer.stderr);
+        return answer.exitCode;
+      } catch (error) {
+        if (!(error instanceof AgentUnavailableError)) throw error;
+        if (settings.required) {
+          process.stdout.write(cniError(text, 11, `${error.message} (agent_required)`));
+          return 1;
+        }
+        process.stderr.write(`ipamkit: ${error.message}; running the call directly\n`);
+      }
+    }
   }
-  return dispatch({
-    env: process.env,
-    stdin: read,
-    stdout: (text) => process.stdout.write(text),
-    stderr: (text) => process.stderr.write(text),
-    fs,
-    openStore,
-  });
+  const path = join(__dirname, "ipamkit-direct.cjs");
+  let direct: typeof import("./direct.js");
+  try {
+    direct = require(path) as typeof import("./direct.js");
+  } catch (error) {
+    const reason = (error as Error).message.split("\n")[0];
+    process.stdout.write(cniError(await read().catch(() => ""), 2, `the plugin (${path}) cannot be loaded beside this binary: ${reason}`));
+    return 1;
+  }
+  return direct.runDirect(read);
 }
 
 void main().then((code) => {

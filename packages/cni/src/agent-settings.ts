@@ -1,4 +1,4 @@
-import { findFlatFile } from "./config-flat.js";
+import { findFlatFile } from "./config-paths.js";
 import type { ConfigFs } from "./types.js";
 
 export interface AgentSettings {

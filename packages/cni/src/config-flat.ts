@@ -2,34 +2,7 @@ import { ConfigError, fromZodError, parseJson } from "./config-errors.js";
 import { type IpamInput, ipamSchema } from "./config-schema.js";
 import type { ConfigFs } from "./types.js";
 
-/** Whereabouts' default flat-file locations, searched after `ipam.configuration_path`. */
-export const DEFAULT_FLAT_FILE_PATHS = [
-  "/etc/kubernetes/cni/net.d/whereabouts.d/whereabouts.conf",
-  "/etc/cni/net.d/whereabouts.d/whereabouts.conf",
-  "/host/etc/cni/net.d/whereabouts.d/whereabouts.conf",
-] as const;
-
-export const FLAT_FILE_NAME = "whereabouts.conf";
-
-/**
- * The file `ipam.configuration_path` designates: the path itself when it names a file (`….conf`,
- * `….json`), otherwise `<path>/whereabouts.conf` (the installer sets it to the `whereabouts.d` directory).
- */
-export function configurationPathFile(configurationPath: string): string {
-  if (/\.(conf|json)$/.test(configurationPath)) return configurationPath;
-  return `${configurationPath.replace(/\/+$/, "")}/${FLAT_FILE_NAME}`;
-}
-
-/** The search order: `ipam.configuration_path` (when set), then the defaults. */
-export function flatFileCandidates(configurationPath: string | undefined): string[] {
-  const first = configurationPath === undefined || configurationPath === "" ? [] : [configurationPathFile(configurationPath)];
-  return [...first, ...DEFAULT_FLAT_FILE_PATHS];
-}
-
-/** The first candidate that exists, or undefined (a missing flat file is not an error). */
-export function findFlatFile(fs: ConfigFs, configurationPath: string | undefined): string | undefined {
-  return flatFileCandidates(configurationPath).find((path) => fs.exists(path));
-}
+export { configurationPathFile, DEFAULT_FLAT_FILE_PATHS, FLAT_FILE_NAME, findFlatFile, flatFileCandidates } from "./config-paths.js";
 
 /** A parsed flat file: the raw object (for merging) and which keys it sets. */
 export interface FlatFile {

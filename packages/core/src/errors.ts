@@ -32,13 +32,10 @@ export class IpamError extends Error {
    * and mapped like ours. Same prototype chain, or the brand plus the class's own code.
    */
   static override [Symbol.hasInstance](value: unknown): boolean {
-    // `this` is the class on the right of `instanceof` (IpamError or a subclass), as intended
-    // biome-ignore lint/complexity/noThisInStatic: the receiver is the class being checked
-    const target: unknown = this;
-    if (Function.prototype[Symbol.hasInstance].call(target, value)) return true;
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
     if (typeof value !== "object" || value === null || (value as { [BRAND]?: unknown })[BRAND] !== true) return false;
-    if (target === IpamError) return true;
-    const code = CODE_OF_CLASS.get(target);
+    if (this === IpamError) return true;
+    const code = CODE_OF_CLASS.get(this);
     return code !== undefined && (value as { code?: unknown }).code === code;
   }
 
