@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { join } from "node:path";
 import { attachmentKey, Pool, parseCidr } from "@ipamkit/core";
 import { createFileStore } from "@ipamkit/storage-file";
+import { startAgentProcess } from "../test/agent-process.js";
 
 const PLUGIN = join(import.meta.dirname, "..", "dist", "ipamkit");
 const HOST_LOCAL = "/usr/lib/cni/host-local";
@@ -31,7 +32,7 @@ const env = (command: string, id: string) => ({
   CNI_PATH: "/usr/lib/cni",
 });
 
-async function ipamkitConf(dir: string, existing: number): Promise<string> {
+async function ipamkitConf(dir: string, existing: number, agentSocket?: string): Promise<string> {
   writeFileSync(join(dir, "whereabouts.conf"), "{}");
   const store = createFileStore({ dir: join(dir, "store") });
   const cidr = parseCidr("10.0.0.0/16");
@@ -52,6 +53,7 @@ async function ipamkitConf(dir: string, existing: number): Promise<string> {
       data_dir: join(dir, "store"),
       configuration_path: dir,
       enable_overlapping_ranges: false,
+      ...(agentSocket === undefined ? {} : { agent_socket: agentSocket, agent_required: true }),
     },
   });
 }
@@ -72,52 +74,67 @@ function hostLocalConf(dir: string, existing: number): string {
 }
 
 const rows: string[] = [];
+// the node-local agent, for the "through the agent" rows (the same binary, agent_socket set)
+const agent = await startAgentProcess(join(mkdtempSync(join(base, "ipamkit-cni-bench-agent-")), "agent.sock"));
 // 1. ADD and DEL against node -e 0
 {
   const dir = mkdtempSync(join(base, "ipamkit-cni-bench-"));
   const conf = await ipamkitConf(dir, 10);
+  const viaAgent = await ipamkitConf(mkdtempSync(join(base, "ipamkit-cni-bench-a-")), 10, agent.socketPath);
   const node: number[] = [];
   const add: number[] = [];
   const del: number[] = [];
+  const addAgent: number[] = [];
+  const delAgent: number[] = [];
   for (let i = 0; i < RUNS + 3; i++) {
     const n = time(process.execPath, ["-e", "0"], {}, "");
     const a = time(PLUGIN, [], env("ADD", `c${i}`), conf);
     const d = time(PLUGIN, [], env("DEL", `c${i}`), conf);
+    const aa = time(PLUGIN, [], env("ADD", `c${i}`), viaAgent);
+    const da = time(PLUGIN, [], env("DEL", `c${i}`), viaAgent);
     if (i < 3) continue; // warm-up
     node.push(n);
     add.push(a);
     del.push(d);
+    addAgent.push(aa);
+    delAgent.push(da);
   }
   rmSync(dir, { recursive: true, force: true });
-  const [mn, ma, md] = [median(node), median(add), median(del)];
+  const [mn, ma, md, maa, mda] = [median(node), median(add), median(del), median(addAgent), median(delAgent)];
   rows.push("| call | median ms | × `node -e 0` |", "|---|---:|---:|");
   rows.push(
     `| \`node -e 0\` | ${mn.toFixed(1)} | 1.00 |`,
     `| ipamkit ADD (file store, 10 allocations) | ${ma.toFixed(1)} | ${(ma / mn).toFixed(2)} |`,
     `| ipamkit DEL | ${md.toFixed(1)} | ${(md / mn).toFixed(2)} |`,
+    `| ipamkit ADD through the agent | ${maa.toFixed(1)} | ${(maa / mn).toFixed(2)} |`,
+    `| ipamkit DEL through the agent | ${mda.toFixed(1)} | ${(mda / mn).toFixed(2)} |`,
   );
 }
 // 2. ADD+DEL against host-local by existing allocations
 rows.push(
   "",
-  "| existing allocations | host-local ADD+DEL median ms | ipamkit ADD+DEL median ms | ipamkit ÷ host-local |",
-  "|---:|---:|---:|---:|",
+  "| existing allocations | host-local ADD+DEL median ms | ipamkit ADD+DEL median ms | ipamkit ÷ host-local | ipamkit through the agent ms | agent ÷ host-local |",
+  "|---:|---:|---:|---:|---:|---:|",
 );
 for (const existing of [10, 1000, 5000]) {
   const hlDir = mkdtempSync(join(base, "ipamkit-cni-bench-hl-"));
   const ikDir = mkdtempSync(join(base, "ipamkit-cni-bench-ik-"));
   const hl = hostLocalConf(hlDir, existing);
   const ik = await ipamkitConf(ikDir, existing);
+  const agDir = mkdtempSync(join(base, "ipamkit-cni-bench-ag-"));
+  const ag = await ipamkitConf(agDir, existing, agent.socketPath);
   const hlTimes: number[] = [];
   const ikTimes: number[] = [];
+  const agTimes: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     hlTimes.push(time(HOST_LOCAL, [], env("ADD", `h${i}`), hl) + time(HOST_LOCAL, [], env("DEL", `h${i}`), hl));
     ikTimes.push(time(PLUGIN, [], env("ADD", `k${i}`), ik) + time(PLUGIN, [], env("DEL", `k${i}`), ik));
+    agTimes.push(time(PLUGIN, [], env("ADD", `k${i}`), ag) + time(PLUGIN, [], env("DEL", `k${i}`), ag));
   }
-  rmSync(hlDir, { recursive: true, force: true });
-  rmSync(ikDir, { recursive: true, force: true });
-  rows.push(
-    `| ${existing} | ${median(hlTimes).toFixed(1)} | ${median(ikTimes).toFixed(1)} | ${(median(ikTimes) / median(hlTimes)).toFixed(2)} |`,
-  );
+  for (const d of [hlDir, ikDir, agDir]) rmSync(d, { recursive: true, force: true });
+  const [h, k, a] = [median(hlTimes), median(ikTimes), median(agTimes)];
+  rows.push(`| ${existing} | ${h.toFixed(1)} | ${k.toFixed(1)} | ${(k / h).toFixed(2)} | ${a.toFixed(1)} | ${(a / h).toFixed(2)} |`);
 }
+await agent.stop();
+rmSync(join(agent.socketPath, ".."), { recursive: true, force: true });
 console.log(`\n${rows.join("\n")}\n\n${RUNS} runs per row (medians), tmpfs, node ${process.version}, ${new Date().toISOString()}`);
