@@ -16,6 +16,15 @@ afterEach(async () => {
   await cluster.close();
 });
 
+/** An IPPool written as Whereabouts (or anyone else) writes it, straight through the API. */
+async function createRawPool(name: string, cidr: string, allocations: Record<string, unknown>): Promise<void> {
+  await cluster.custom.createNamespacedCustomObject({
+    ...GROUP,
+    plural: "ippools",
+    body: { apiVersion: "whereabouts.cni.cncf.io/v1alpha1", kind: "IPPool", metadata: { name }, spec: { range: cidr, allocations } },
+  });
+}
+
 /** Every ordering of three items. */
 const permutations = <T>([a, b, c]: [T, T, T]): [T, T, T][] => [
   [a, b, c],
@@ -62,16 +71,7 @@ async function rebornStatefulSetPod(offsets: [number, number, number], withUids:
   }
   // Whereabouts' own format: no pod UID, no creation time; its reservations name no pool.
   const allocations = Object.fromEntries(entries.map((e) => [String(e.at), { id: e.id, podref: e.podRef, ifname: "net1" }]));
-  await cluster.custom.createNamespacedCustomObject({
-    ...GROUP,
-    plural: "ippools",
-    body: {
-      apiVersion: "whereabouts.cni.cncf.io/v1alpha1",
-      kind: "IPPool",
-      metadata: { name: ipPoolName(pool) },
-      spec: { range: range.cidr.text, allocations },
-    },
-  });
+  await createRawPool(ipPoolName(pool), range.cidr.text, allocations);
   for (const e of entries) {
     await cluster.custom.createNamespacedCustomObject({
       ...GROUP,
@@ -238,16 +238,7 @@ describe("conditional release", () => {
 describe("failures", () => {
   it("an unreadable pool is reported and left alone; the others are reconciled", async () => {
     await cluster.oldIpam.allocate({ ranges: [range], key: key("orphan"), podRef: "ns/gone" });
-    await cluster.custom.createNamespacedCustomObject({
-      ...GROUP,
-      plural: "ippools",
-      body: {
-        apiVersion: "whereabouts.cni.cncf.io/v1alpha1",
-        kind: "IPPool",
-        metadata: { name: "10.2.0.0-24" },
-        spec: { range: "10.2.0.0/24", allocations: { "not-a-number": { id: "x", podref: "ns/gone", ifname: "net1" } } },
-      },
-    });
+    await createRawPool("10.2.0.0-24", "10.2.0.0/24", { "not-a-number": { id: "x", podref: "ns/gone", ifname: "net1" } });
     const report = await reconcileOnce({ store: cluster.store, pods: cluster.pods });
     expect(report.failed.map((f) => [f.subject, f.error.name])).toEqual([["pool 10.2.0.0/24", "StoreCorruptError"]]);
     expect(report.released.map((v) => v.observed.reservation.key.containerId)).toEqual(["orphan"]);
