@@ -1,5 +1,13 @@
 import { connect } from "node:net";
-import { type AgentRequest, type AgentResponse, cniEnvOf, isResponse, MAX_REQUEST_BYTES, PROTOCOL_VERSION } from "./protocol.js";
+import {
+  type AgentRequest,
+  type AgentResponse,
+  type AgentStatsRequest,
+  cniEnvOf,
+  isResponse,
+  MAX_REQUEST_BYTES,
+  PROTOCOL_VERSION,
+} from "./protocol.js";
 
 /**
  * The CNI binary's side: node:net only, so that forwarding loads no store client. Every failure is
@@ -29,8 +37,17 @@ export interface ForwardOptions {
 
 /** Sends one CNI call to the agent and returns what the plugin would have printed. */
 export function forwardToAgent(options: ForwardOptions): Promise<AgentResponse> {
-  const { socketPath } = options;
   const request: AgentRequest = { v: PROTOCOL_VERSION, env: cniEnvOf(options.env), stdin: options.stdin };
+  return exchange(options.socketPath, request, options.timeoutMs);
+}
+
+/** The agent's counters (requests, exit codes, conflicts, …) as JSON-decoded stats. */
+export async function agentStats(socketPath: string, timeoutMs = 5_000): Promise<Record<string, unknown>> {
+  const answer = await exchange(socketPath, { v: PROTOCOL_VERSION, op: "stats" }, timeoutMs);
+  return JSON.parse(answer.stdout) as Record<string, unknown>;
+}
+
+function exchange(socketPath: string, request: AgentRequest | AgentStatsRequest, timeoutMs: number | undefined): Promise<AgentResponse> {
   return new Promise((resolve, reject) => {
     let connected = false;
     let answer = "";
@@ -42,7 +59,7 @@ export function forwardToAgent(options: ForwardOptions): Promise<AgentResponse> 
       socket.destroy();
       reject(new AgentUnavailableError(socketPath, kind, message));
     };
-    socket.setTimeout(options.timeoutMs ?? 60_000, () => fail(connected ? "failed" : "unreachable", "timed out"));
+    socket.setTimeout(timeoutMs ?? 60_000, () => fail(connected ? "failed" : "unreachable", "timed out"));
     socket.setEncoding("utf8");
     socket.on("connect", () => {
       connected = true;

@@ -16,6 +16,12 @@ export interface AgentRequest {
   readonly stdin: string;
 }
 
+/** Asks for the agent's counters instead of running a CNI call; the answer's stdout is AgentStats JSON. */
+export interface AgentStatsRequest {
+  readonly v: typeof PROTOCOL_VERSION;
+  readonly op: "stats";
+}
+
 export interface AgentResponse {
   readonly v: typeof PROTOCOL_VERSION;
   readonly exitCode: number;
@@ -35,6 +41,7 @@ export function requestProblem(value: unknown): string | undefined {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return "the request is not a JSON object";
   const r = value as Record<string, unknown>;
   if (r.v !== PROTOCOL_VERSION) return `unsupported protocol version ${JSON.stringify(r.v)} (this agent speaks ${PROTOCOL_VERSION})`;
+  if (r.op !== undefined) return r.op === "stats" ? undefined : `unknown op ${JSON.stringify(r.op)}`;
   if (typeof r.stdin !== "string") return "stdin must be a string";
   if (typeof r.env !== "object" || r.env === null || Array.isArray(r.env)) return "env must be an object";
   for (const [name, v] of Object.entries(r.env)) {

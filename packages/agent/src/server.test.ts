@@ -6,7 +6,7 @@ import { dispatch, type IpamConfig } from "@ipamkit/cni";
 import { type IpamStore, StoreConflictError } from "@ipamkit/core";
 import { createFileStore } from "@ipamkit/storage-file";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AgentUnavailableError, forwardToAgent } from "./client.js";
+import { AgentUnavailableError, agentStats, forwardToAgent } from "./client.js";
 import { type Agent, startAgent } from "./server.js";
 
 let dir: string;
@@ -108,6 +108,7 @@ describe("the agent", () => {
       '{"v":1,"env":{"PATH":"/bin"},"stdin":""}\n',
       '{"v":1,"env":{"CNI_COMMAND":7},"stdin":""}\n',
       '{"v":1,"env":{}}\n',
+      '{"v":1,"op":"reboot"}\n',
       "[]\n",
       `${"x".repeat(5 * 1024 * 1024)}\n`,
       "",
@@ -130,6 +131,8 @@ describe("the agent", () => {
     expect(conflicts).toBe(0);
     expect(opened).toBe(1);
     expect(agent?.stats()).toMatchObject({ requests: 50, byExitCode: { 0: 50 }, inFlight: 0, stores: 1, conflicts: 0 });
+    // the same counters over the socket (what an operator or the simulation reads)
+    expect(await agentStats(socketPath)).toEqual(agent?.stats());
   });
 
   it("listens with mode 0600, replaces a stale socket, refuses to start beside a live one or over a file", async () => {

@@ -52,6 +52,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   const fs = options.fs ?? realFs;
   const stats: AgentStats = { requests: 0, byExitCode: {}, malformed: 0, inFlight: 0, stores: 0, conflicts: 0 };
   const inFlight = new Set<Promise<void>>();
+  const snapshot = (): AgentStats => ({ ...stats, byExitCode: { ...stats.byExitCode }, stores: stores.size, conflicts: stores.conflicts });
 
   /** Runs one CNI call exactly as the binary would, with stores borrowed from the cache. */
   async function answer(env: Record<string, string>, stdin: string): Promise<AgentResponse> {
@@ -117,6 +118,9 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       }
       const problem = requestProblem(request);
       if (problem !== undefined) return respond(malformed(problem));
+      if ((request as { op?: string }).op === "stats") {
+        return respond({ v: PROTOCOL_VERSION, exitCode: 0, stdout: JSON.stringify(snapshot()), stderr: "" });
+      }
       const { env, stdin } = request as { env: Record<string, string>; stdin: string };
       stats.requests++;
       stats.inFlight++;
@@ -173,7 +177,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
 
   return {
     socketPath,
-    stats: () => ({ ...stats, byExitCode: { ...stats.byExitCode }, stores: stores.size, conflicts: stores.conflicts }),
+    stats: snapshot,
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await Promise.allSettled([...inFlight]);
