@@ -42,3 +42,36 @@ it("a store failure is reported, never swallowed: DEL answers 11, STATUS answers
   const status = await runPlugin({ CNI_COMMAND: "STATUS", CNI_PATH: "/usr/lib/cni" }, conf("1.1.0"));
   expect(status.json?.code).toBe(50);
 });
+
+it("through the agent on etcd, an agent SIGKILLed and restarted (stale socket replaced) still serves etcd", async () => {
+  const { mkdtempSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { startAgentProcess } = await import("../test/agent-process.js");
+  const etcd = await startEtcd();
+  const socketPath = join(mkdtempSync(join(tmpdir(), "ipamkit-etcd-agent-")), "agent.sock");
+  let agent = await startAgentProcess(socketPath);
+  try {
+    const conf = {
+      cniVersion: "1.1.0",
+      name: "etcd-agent-net",
+      ipam: {
+        type: "ipamkit",
+        range: "10.75.0.0/24",
+        etcd_host: etcd.endpoint,
+        configuration_path: "/nonexistent-ipamkit",
+        agent_socket: socketPath,
+        agent_required: true,
+      },
+    };
+    expect((await runPlugin(cniEnv("ADD", "a1"), conf)).json).toEqual({ cniVersion: "1.1.0", ips: [{ address: "10.75.0.1/24" }] });
+    await agent.kill();
+    agent = await startAgentProcess(socketPath);
+    const again = await runPlugin(cniEnv("ADD", "a2"), conf);
+    expect(again.stdout).not.toContain("Cannot find module");
+    expect(again.json).toEqual({ cniVersion: "1.1.0", ips: [{ address: "10.75.0.2/24" }] });
+  } finally {
+    await agent.stop();
+    await etcd.stop();
+  }
+});
