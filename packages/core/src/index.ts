@@ -29,7 +29,7 @@ export {
 export type { Cidr, Family, Ip } from "./ip.js";
 export { cidrContains, cidrOf, cidrsOverlap, compareIp, familyBits, formatIp, ipAt, offsetOf, parseCidr, parseIp } from "./ip.js";
 export type { AllocateInput, Assigned, Ipam, IpamOptions, Released, ReleaseInput } from "./ipam.js";
-export { createIpam } from "./ipam.js";
+export { createIpam, RELEASES_PER_WRITE } from "./ipam.js";
 export type { AttachmentKey } from "./key.js";
 export { attachmentKey, formatKey, parseKey, sameKey } from "./key.js";
 export type { MemoryStoreOptions } from "./memory-store.js";

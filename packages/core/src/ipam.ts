@@ -62,8 +62,8 @@ export interface Ipam {
   /** Releases `expected` only if unchanged since observed (for reconcilers). */
   releaseIf(pool: PoolRef, expected: Reservation): Promise<ConditionalReleaseOutcome>;
   /**
-   * `releaseIf` for several reservations of one pool in one conditional write (reconcilers; keep
-   * batches small on etcd, whose transactions hold at most 128 operations). One outcome each, in order.
+   * `releaseIf` for several reservations of one pool, in conditional writes of up to
+   * {@link RELEASES_PER_WRITE} each (reconcilers). One outcome each, in order.
    */
   releaseAllIf(pool: PoolRef, expected: readonly Reservation[]): Promise<ConditionalReleaseOutcome[]>;
   /** The reservation of this key in each range (undefined where none). */
@@ -72,6 +72,13 @@ export interface Ipam {
 }
 
 const MAX_PROBES = 1024;
+
+/**
+ * Releases per conditional write in `releaseAllIf`. An entry-level release is up to three
+ * operations and three compares in one etcd transaction (address row, key row, claim), and etcd
+ * refuses transactions of more than 128 (`--max-txn-ops`); 20 keeps far below it.
+ */
+export const RELEASES_PER_WRITE = 20;
 
 /** What a release takes out of a pool as read: the pool after, what left it, and one outcome per request. */
 interface ReleaseDecision {
@@ -306,8 +313,11 @@ export function createIpam(options: IpamOptions): Ipam {
       return outcome ?? "absent";
     },
     async releaseAllIf(ref, expected) {
-      if (expected.length === 0) return [];
-      return (await releaseWhere(ref, releaseUnchanged(expected))).outcomes;
+      const outcomes: ConditionalReleaseOutcome[] = [];
+      for (let i = 0; i < expected.length; i += RELEASES_PER_WRITE) {
+        outcomes.push(...(await releaseWhere(ref, releaseUnchanged(expected.slice(i, i + RELEASES_PER_WRITE)))).outcomes);
+      }
+      return outcomes;
     },
     async lookup(input) {
       return Promise.all(

@@ -18,8 +18,8 @@ import type { PodSource } from "./pod-source.js";
 
 /** Default grace period: a reservation younger than this is never released. */
 export const DEFAULT_GRACE_MS = 5 * 60_000;
-/** Releases per conditional pool write (etcd transactions hold at most 128 operations). */
-const BATCH = 50;
+/** Orphans handed to one `releaseAllIf` call (core writes them in chunks of RELEASES_PER_WRITE). */
+const BATCH = 100;
 
 export interface ReconcileOptions {
   store: IpamStore;

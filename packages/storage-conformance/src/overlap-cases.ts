@@ -59,6 +59,19 @@ export function registerOverlapCases(ctx: SuiteContext): void {
     expect(await i.releaseAllIf(ref, [])).toEqual([]);
   });
 
+  it("releaseAllIf takes any number of reservations (written in bounded chunks: etcd caps a transaction at 128 operations)", async () => {
+    const s = ctx.store();
+    const i = createIpam({ store: s });
+    const ref = { network: "", cidr: wide.cidr.text };
+    for (let n = 0; n < 45; n++) await i.allocate({ ranges: [wide], key: key(`m${n}`), podUid: `u${n}` });
+    const observed = (await s.readPool(ref))?.pool.reservations() ?? [];
+    expect(observed).toHaveLength(45);
+    const outcomes = await i.releaseAllIf(ref, observed);
+    expect(outcomes).toEqual(observed.map(() => "released"));
+    expect((await s.readPool(ref))?.pool.size).toBe(0);
+    expect(await s.listClaims("")).toEqual([]);
+  });
+
   it("crash after claiming, before the pool write: the dangling claim is taken over, never doubly held", async () => {
     const s = ctx.store();
     const claim: Claim = { pool: { network: "", cidr: wide.cidr.text }, key: key("crashed") };

@@ -177,7 +177,14 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
   const ipValue = (r: Reservation) => JSON.stringify(reservationToRecord(r));
 
   /** Compares and operations of one step ("pool" steps need the current entries, read before). */
-  async function plan(w: StoreWrite, compares: Compare[], ops: (PutBuilder | DeleteBuilder)[]): Promise<void> {
+  async function plan(w: StoreWrite, compares: Compare[], ops: (PutBuilder | DeleteBuilder)[], metas: Set<string>): Promise<void> {
+    // etcd refuses a key twice in one transaction: several entry steps of one pool bump its meta once
+    const putMeta = (ref: PoolRef) => {
+      const key = keys.meta(ref);
+      if (metas.has(key)) return;
+      metas.add(key);
+      ops.push(client.put(key).value(metaValue(ref)));
+    };
     const versionCompare = (key: string, expected: Version | undefined): Compare =>
       expected === undefined ? { key, column: "Create", value: 0 } : { key, column: "Mod", value: expected };
     switch (w.kind) {
@@ -205,7 +212,7 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
           client.put(keys.ip(w.ref, r.offset)).value(ipValue(r)),
           client.put(keys.key(w.ref, formatKey(r.key))).value(r.offset.toString()),
         );
-        ops.push(client.put(keys.meta(w.ref)).value(metaValue(w.ref)));
+        putMeta(w.ref);
         if (w.lastOffset !== undefined) ops.push(client.put(keys.cursor(w.ref)).value(w.lastOffset.toString()));
         return;
       }
@@ -218,7 +225,7 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
             : { key: keys.ip(w.ref, r.offset), column: "Mod", value: revision },
         );
         ops.push(client.put(keys.ip(w.ref, r.offset)).value(""), client.delete().key(keys.key(w.ref, formatKey(r.key))));
-        ops.push(client.put(keys.meta(w.ref)).value(metaValue(w.ref)));
+        putMeta(w.ref);
         return;
       }
       case "pool": {
@@ -244,7 +251,7 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
           final.set(keys.key(w.ref, formatKey(r.key)), r.offset.toString());
         }
         for (const [key, value] of final) ops.push(value === null ? client.delete().key(key) : client.put(key).value(value));
-        ops.push(client.put(keys.meta(w.ref)).value(metaValue(w.ref)));
+        putMeta(w.ref);
         ops.push(client.put(keys.cursor(w.ref)).value(w.pool.lastOffset === undefined ? "" : w.pool.lastOffset.toString()));
         return;
       }
@@ -255,7 +262,8 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
   async function transact(steps: readonly StoreWrite[], operation: string): Promise<Version[]> {
     const compares: Compare[] = [];
     const ops: (PutBuilder | DeleteBuilder)[] = [];
-    for (const w of steps) await plan(w, compares, ops);
+    const metas = new Set<string>();
+    for (const w of steps) await plan(w, compares, ops, metas);
     // Every step compares at least one key, so no compare means nothing to do.
     const [first, ...rest] = compares;
     if (first === undefined) return [];
