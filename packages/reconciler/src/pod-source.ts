@@ -1,5 +1,5 @@
 import { InvalidRequestError, type PodFacts, podRefOf } from "@ipamkit/core";
-import { apiFailure, keepAliveTransport, mapKubeError } from "@ipamkit/storage-kubernetes";
+import { apiFailure, keepAliveTransport, mapKubeError, retryOnReset } from "@ipamkit/storage-kubernetes";
 import { type ConfigurationOptions, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { podFacts } from "./pod-facts.js";
 
@@ -36,7 +36,9 @@ export function createKubernetesPodSource(options: KubernetesPodSourceOptions): 
     let token: string | undefined;
     do {
       try {
-        const page = await api.listPodForAllNamespaces({ limit: pageSize, ...(token ? { _continue: token } : {}) }, call);
+        const page = await retryOnReset(() =>
+          api.listPodForAllNamespaces({ limit: pageSize, ...(token ? { _continue: token } : {}) }, call),
+        );
         for (const pod of page.items) {
           const facts = podFacts(pod);
           pods.set(podRefOf(facts), facts);
@@ -60,7 +62,7 @@ export function createKubernetesPodSource(options: KubernetesPodSourceOptions): 
     },
     async get(namespace, name) {
       try {
-        return podFacts(await api.readNamespacedPod({ namespace, name }, call));
+        return podFacts(await retryOnReset(() => api.readNamespacedPod({ namespace, name }, call)));
       } catch (error) {
         if (apiFailure(error).status === 404) return undefined;
         throw mapKubeError(error, "get", `pod ${namespace}/${name}`);

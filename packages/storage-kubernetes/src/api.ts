@@ -40,6 +40,23 @@ export interface ObjectApiOptions {
 const resolved = <T>(value: T) => new Observable(Promise.resolve(value));
 
 /**
+ * Runs a request again once when the kept-alive connection it went out on had just been closed by
+ * the server (ECONNRESET on a reused socket: the API server's idle timeout raced our reuse). Safe
+ * for every request the store makes: GETs are idempotent, and a write the server did apply fails
+ * its resourceVersion precondition the second time (409, which the caller handles as a conflict).
+ */
+export async function retryOnReset<T>(request: () => Promise<T>): Promise<T> {
+  try {
+    return await request();
+  } catch (error) {
+    const e = error as { code?: unknown; message?: unknown };
+    const reset = e?.code === "ECONNRESET" || (typeof e?.message === "string" && e.message.includes("ECONNRESET"));
+    if (!reset) throw error;
+    return request();
+  }
+}
+
+/**
  * Per-request deadline, and one keep-alive connection pool: client-node builds a new agent for
  * every request (a new TCP connection, and a TLS handshake on https). The first agent's options
  * (CA, client certificate, skip-verify) are copied once into a keep-alive agent of the same kind.
@@ -70,7 +87,7 @@ export function createObjectApi(options: ObjectApiOptions): ObjectApi {
   const label = (kind: Kind, name: string | undefined) => `${kind.kind} ${namespace}/${name ?? "?"}`;
   const run = async <T>(operation: string, object: string, request: () => Promise<T>): Promise<T> => {
     try {
-      return await request();
+      return await retryOnReset(request);
     } catch (error) {
       throw mapKubeError(error, operation, object);
     }
@@ -80,7 +97,7 @@ export function createObjectApi(options: ObjectApiOptions): ObjectApi {
     close: () => connections.close(),
     async get(kind, name) {
       try {
-        return (await client.getNamespacedCustomObject({ ...base(kind), name }, call)) as KubeObject;
+        return (await retryOnReset(() => client.getNamespacedCustomObject({ ...base(kind), name }, call))) as KubeObject;
       } catch (error) {
         if (apiFailure(error).status === 404) return undefined;
         throw mapKubeError(error, "get", label(kind, name));

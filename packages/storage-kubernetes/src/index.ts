@@ -1,4 +1,4 @@
-export { keepAliveTransport } from "./api.js";
+export { keepAliveTransport, retryOnReset } from "./api.js";
 export { apiFailure, mapKubeError, STORE_NAME } from "./errors.js";
 export { WHEREABOUTS_OFFSET_LIMIT } from "./ippool.js";
 export { createKubernetesStore } from "./kubernetes-store.js";

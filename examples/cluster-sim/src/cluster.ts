@@ -1,0 +1,122 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { agentStats } from "@ipamkit/agent";
+import { type EtcdInstance, startEtcd } from "@ipamkit/etcd-launcher";
+import { type KubeTestServer, startKubeTestServer } from "@ipamkit/kube-test-server";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { AGENT } from "./cni.js";
+
+export type StoreKind = "etcd" | "kubernetes" | "file";
+
+/** One simulated node: its name and its node-local agent (a real dist/ipamkit-agent process). */
+export interface SimNode {
+  name: string;
+  socket: string;
+  agent: ChildProcess | undefined;
+}
+
+export interface Cluster {
+  kind: StoreKind;
+  dir: string;
+  /** Pods live here (the reconciler reads them); for the Kubernetes store the pools too. */
+  server: KubeTestServer;
+  kubeConfig: KubeConfig;
+  kubeconfigPath: string;
+  core: CoreV1Api;
+  etcd?: EtcdInstance;
+  nodes: SimNode[];
+  /** The IPAM keys that select this store (plus the agent socket, per node). */
+  ipam(node: SimNode): Record<string, unknown>;
+  startAgent(node: SimNode): Promise<void>;
+  /** SIGKILL: the node lost power. */
+  killAgent(node: SimNode): void;
+  /** Store conflicts seen so far (the agents' counters, summed). */
+  conflicts(): Promise<number>;
+  close(): Promise<void>;
+}
+
+export const POOL_NAMESPACE = "kube-system";
+
+export async function startCluster(kind: StoreKind, nodeCount: number): Promise<Cluster> {
+  const dir = mkdtempSync(join("/dev/shm", `ipamkit-sim-${kind}-`));
+  const server = await startKubeTestServer({ port: 0, historyEvents: 100_000 });
+  const kubeconfigPath = join(dir, "kubeconfig");
+  await server.writeKubeconfig(kubeconfigPath, { namespace: POOL_NAMESPACE });
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(kubeconfigPath);
+  const etcd = kind === "etcd" ? await startEtcd() : undefined;
+  const nodes: SimNode[] = Array.from({ length: nodeCount }, (_, i) => ({
+    name: `node-${i}`,
+    socket: join(dir, "run", `node-${i}.sock`),
+    agent: undefined,
+  }));
+  const conflictsBefore = new Map<string, number>();
+  let retired = 0;
+  const cluster: Cluster = {
+    kind,
+    dir,
+    server,
+    kubeConfig,
+    kubeconfigPath,
+    core: kubeConfig.makeApiClient(CoreV1Api),
+    ...(etcd === undefined ? {} : { etcd }),
+    nodes,
+    ipam(node) {
+      const store =
+        kind === "etcd"
+          ? { datastore: "etcd", etcd_host: etcd?.endpoint }
+          : kind === "kubernetes"
+            ? { datastore: "kubernetes", kubernetes: { kubeconfig: kubeconfigPath } }
+            : { datastore: "file", data_dir: join(dir, "store") };
+      return { ...store, configuration_path: dir, agent_socket: node.socket, agent_required: true };
+    },
+    async startAgent(node) {
+      const child = spawn(AGENT, ["--socket", node.socket, "--log-level", process.env.SIM_AGENT_LOG ?? "warn"], {
+        stdio: ["ignore", process.env.SIM_AGENT_LOG ? "inherit" : "ignore", "inherit"],
+        env: { PATH: process.env.PATH ?? "" },
+      });
+      node.agent = child;
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        try {
+          await agentStats(node.socket, 1000);
+          return;
+        } catch {
+          if (Date.now() > deadline || child.exitCode !== null) throw new Error(`agent of ${node.name} did not start`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+    },
+    killAgent(node) {
+      node.agent?.kill("SIGKILL");
+      node.agent = undefined;
+    },
+    async conflicts() {
+      let total = retired;
+      for (const node of nodes) {
+        if (node.agent === undefined) continue;
+        const stats = await agentStats(node.socket).catch(() => ({ conflicts: 0 }));
+        const now = Number(stats.conflicts ?? 0);
+        total += now;
+        conflictsBefore.set(node.name, now);
+      }
+      return total;
+    },
+    async close() {
+      for (const node of nodes) node.agent?.kill("SIGTERM");
+      await new Promise((r) => setTimeout(r, 300));
+      await etcd?.stop();
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  // a killed agent's counter is gone with it: keep what it had counted
+  const kill = cluster.killAgent;
+  cluster.killAgent = (node) => {
+    retired += conflictsBefore.get(node.name) ?? 0;
+    conflictsBefore.delete(node.name);
+    kill(node);
+  };
+  return cluster;
+}

@@ -1,0 +1,66 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+
+/** The real binary, built by `pnpm build` (examples/cni-plugin). */
+export const PLUGIN = join(import.meta.dirname, "..", "..", "cni-plugin", "dist", "ipamkit");
+export const AGENT = join(import.meta.dirname, "..", "..", "cni-plugin", "dist", "ipamkit-agent");
+
+export interface CniCall {
+  command: "ADD" | "DEL";
+  containerId: string;
+  ifName: string;
+  pod: { namespace: string; name: string; uid: string };
+  conf: string;
+}
+
+export interface CniOutcome {
+  ms: number;
+  code: number;
+  /** The address of an ADD (without prefix). */
+  ip?: string;
+  error?: string;
+}
+
+/** One CNI call: one process, as a runtime (via Multus) makes it. */
+export function runCni(call: CniCall): Promise<CniOutcome> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    const child = spawn(PLUGIN, [], {
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        CNI_COMMAND: call.command,
+        CNI_CONTAINERID: call.containerId,
+        CNI_IFNAME: call.ifName,
+        CNI_NETNS: `/var/run/netns/${call.containerId}`,
+        CNI_PATH: "/opt/cni/bin",
+        CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${call.pod.namespace};K8S_POD_NAME=${call.pod.name};K8S_POD_UID=${call.pod.uid}`,
+      },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.on("close", (code) => {
+      const ms = performance.now() - started;
+      if (code !== 0) return resolve({ ms, code: code ?? -1, error: out.trim() });
+      if (call.command === "DEL") return resolve({ ms, code: 0 });
+      const ip = (JSON.parse(out) as { ips?: { address: string }[] }).ips?.[0]?.address.split("/")[0];
+      resolve({ ms, code: 0, ...(ip === undefined ? {} : { ip }) });
+    });
+    child.stdin.end(call.conf);
+  });
+}
+
+/** Runs `tasks` with at most `limit` at once. */
+export async function limited<T>(limit: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
+  const results: T[] = new Array(tasks.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, tasks.length) }, async () => {
+      while (next < tasks.length) {
+        const i = next++;
+        results[i] = await (tasks[i] as () => Promise<T>)();
+      }
+    }),
+  );
+  return results;
+}

@@ -1,0 +1,115 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import type { IpamStore } from "@ipamkit/core";
+import { createEtcdStore } from "@ipamkit/storage-etcd";
+import { createFileStore } from "@ipamkit/storage-file";
+import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
+import { type Cluster, POOL_NAMESPACE, type StoreKind, startCluster } from "./cluster.js";
+import { limited } from "./cni.js";
+import { type PhaseResult, runScenario } from "./scenario.js";
+import { lineChart, type Series } from "./svg.js";
+import { sweep } from "./sweep.js";
+
+/**
+ * pnpm sim — a cluster played against a real store through the real CNI binary and a real
+ * node-local agent per simulated node. See README.md.
+ */
+const { values } = parseArgs({
+  options: {
+    store: { type: "string", default: "etcd,kubernetes,file" },
+    pods: { type: "string", default: "1000" },
+    nodes: { type: "string", default: "100" },
+    networks: { type: "string", default: "1,10" },
+    concurrency: { type: "string", default: "32" },
+    out: { type: "string" },
+    /** Also measure ADD latency against concurrency and draw it (SVG). */
+    svg: { type: "string" },
+    "sweep-levels": { type: "string", default: "1,4,16,32,64" },
+    "sweep-calls": { type: "string", default: "200" },
+  },
+});
+const stores = (values.store ?? "").split(",") as StoreKind[];
+const networksList = (values.networks ?? "1").split(",").map(Number);
+const pods = Number(values.pods);
+const nodes = Number(values.nodes);
+const concurrency = Number(values.concurrency);
+
+function storeFor(cluster: Cluster): IpamStore {
+  if (cluster.kind === "etcd") return createEtcdStore({ endpoints: [cluster.etcd?.endpoint ?? ""] });
+  if (cluster.kind === "kubernetes") return createKubernetesStore({ kubeconfig: cluster.kubeConfig, namespace: POOL_NAMESPACE });
+  return createFileStore({ dir: join(cluster.dir, "store") });
+}
+
+const lines = [
+  "| store | nodes | networks/pod | phase | s | ADDs | ADD p50 ms | ADD p99 ms | failed | conflicts | IPs held twice | lost | leaked | reconciler released |",
+  "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+];
+let bad = 0;
+for (const kind of stores) {
+  for (const networks of networksList) {
+    const nodeCount = kind === "file" ? 1 : nodes;
+    const cluster = await startCluster(kind, nodeCount);
+    const store = storeFor(cluster);
+    try {
+      await limited(
+        8,
+        cluster.nodes.map((node) => () => cluster.startAgent(node)),
+      );
+      process.stderr.write(`sim: ${kind}, ${nodeCount} nodes, ${pods} pods × ${networks} networks, ${concurrency} CNI calls at once\n`);
+      const results: PhaseResult[] = await runScenario(cluster, { pods, networks, concurrency, store });
+      for (const r of results) {
+        const leaked =
+          r.leakedBeforeReconcile === undefined ? `${r.audit.leaked}` : `${r.audit.leaked} (${r.leakedBeforeReconcile} before)`;
+        const line = `| ${kind} | ${nodeCount} | ${networks} | ${r.phase} | ${r.seconds.toFixed(1)} | ${r.adds} | ${r.addP50.toFixed(0)} | ${r.addP99.toFixed(0)} | ${r.failed} | ${r.conflicts} | ${r.audit.heldTwice} | ${r.audit.lost} | ${leaked} | ${r.reconciled ?? "-"} |`;
+        lines.push(line);
+        process.stderr.write(`${line}\n`);
+        if (r.audit.heldTwice + r.audit.lost + r.audit.leaked + r.failed > 0) bad++;
+      }
+    } finally {
+      await store.close();
+      await cluster.close();
+    }
+  }
+}
+if (values.svg !== undefined) {
+  const levels = (values["sweep-levels"] ?? "1").split(",").map(Number);
+  const calls = Number(values["sweep-calls"]);
+  const series: Series[] = [];
+  const colors: Record<string, [string, string]> = {
+    etcd: ["#1f77b4", "#aec7e8"],
+    kubernetes: ["#d62728", "#ff9896"],
+    file: ["#2ca02c", "#98df8a"],
+  };
+  const sweepLines = ["| store | concurrency | ADD p50 ms | ADD p99 ms |", "|---|---:|---:|---:|"];
+  for (const kind of stores) {
+    const cluster = await startCluster(kind, kind === "file" ? 1 : Math.min(nodes, 10));
+    try {
+      await limited(
+        8,
+        cluster.nodes.map((node) => () => cluster.startAgent(node)),
+      );
+      const points = await sweep(cluster, levels, calls);
+      const [strong, light] = colors[kind] ?? ["black", "gray"];
+      series.push({ name: `${kind} p50`, color: strong, points: points.map((p) => ({ x: p.concurrency, y: p.p50 })) });
+      series.push({ name: `${kind} p99`, color: light, points: points.map((p) => ({ x: p.concurrency, y: p.p99 })) });
+      for (const p of points) sweepLines.push(`| ${kind} | ${p.concurrency} | ${p.p50.toFixed(0)} | ${p.p99.toFixed(0)} |`);
+    } finally {
+      await cluster.close();
+    }
+  }
+  writeFileSync(
+    values.svg,
+    lineChart({
+      title: `ADD latency through the binary + node-local agents (${calls} ADDs per point)`,
+      xLabel: "CNI processes at once",
+      yLabel: "ms",
+      series,
+    }),
+  );
+  lines.push("", ...sweepLines);
+}
+const text = `${lines.join("\n")}\n\n${concurrency} CNI processes at most at once, node ${process.version}, ${new Date().toISOString()}\n`;
+process.stdout.write(text);
+if (values.out !== undefined) writeFileSync(values.out, text);
+process.exitCode = bad === 0 ? 0 : 1;

@@ -1,0 +1,202 @@
+import type { IpamStore } from "@ipamkit/core";
+import { createKubernetesPodSource, reconcileOnce } from "@ipamkit/reconciler";
+import { type AuditResult, audit, type Held, readEtcd, readFileStore, readIpPools } from "./audit.js";
+import { type Cluster, POOL_NAMESPACE, type SimNode } from "./cluster.js";
+import { type CniOutcome, limited, runCni } from "./cni.js";
+
+export interface ScenarioOptions {
+  pods: number;
+  networks: number;
+  /** CNI processes running at once across the whole simulated cluster (one 2-core machine). */
+  concurrency: number;
+  /** An ipamkit store on the same backend, for the reconciler. */
+  store: IpamStore;
+}
+
+export interface PhaseResult {
+  phase: string;
+  seconds: number;
+  adds: number;
+  addP50: number;
+  addP99: number;
+  failed: number;
+  conflicts: number;
+  audit: AuditResult;
+  /** Reservations released by the reconciler (power-cycle phase). */
+  reconciled?: number;
+  /** Leaked before the reconciler ran (power-cycle phase: the dead sandboxes). */
+  leakedBeforeReconcile?: number;
+}
+
+interface SimPod {
+  name: string;
+  node: SimNode;
+  uid: string;
+  sandbox: string;
+  /** Address per network, once added. */
+  ips: string[];
+}
+
+const NS = "sim";
+const networkName = (k: number) => `net-${k}`;
+const rangeOf = (k: number) => `10.${100 + k}.0.0/20`;
+const quantile = (xs: number[], q: number) => {
+  if (xs.length === 0) return 0;
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+};
+
+export async function runScenario(cluster: Cluster, options: ScenarioOptions): Promise<PhaseResult[]> {
+  const { networks } = options;
+  let generation = 0;
+  const pods: SimPod[] = Array.from({ length: options.pods }, (_, i) => ({
+    name: `sts-${i}`,
+    node: cluster.nodes[i % cluster.nodes.length] as SimNode,
+    uid: "",
+    sandbox: "",
+    ips: [],
+  }));
+  const conf = (node: SimNode, k: number) =>
+    JSON.stringify({
+      cniVersion: "1.1.0",
+      name: networkName(k),
+      type: "macvlan",
+      ipam: { type: "ipamkit", range: rangeOf(k), network_name: networkName(k), ...cluster.ipam(node) },
+    });
+
+  /** What the simulation knows to be attached now. */
+  const live = (): Held[] =>
+    pods.flatMap((p) => p.ips.map((address, k) => ({ network: networkName(k), address, containerId: p.sandbox, ifName: `net${k + 1}` })));
+
+  async function held(): Promise<Held[]> {
+    if (cluster.kind === "etcd") return readEtcd(cluster.etcd?.endpoint ?? "");
+    if (cluster.kind === "kubernetes")
+      return readIpPools(cluster.server.url, cluster.kubeConfig.getCurrentUser()?.token ?? "", POOL_NAMESPACE);
+    return readFileStore(`${cluster.dir}/store`);
+  }
+
+  /** A pod comes up: its object, one ADD per network (as Multus calls the IPAM), then Running with network-status. */
+  async function bringUp(pod: SimPod, outcomes: CniOutcome[]): Promise<void> {
+    const created = await cluster.core.createNamespacedPod({
+      namespace: NS,
+      body: {
+        metadata: { name: pod.name },
+        spec: { nodeName: pod.node.name, containers: [{ name: "app", image: "registry.example/app:1" }] },
+      },
+    });
+    pod.uid = created.metadata?.uid ?? "";
+    pod.sandbox = `sandbox-${generation}-${pod.name}`;
+    pod.ips = [];
+    for (let k = 0; k < networks; k++) {
+      const outcome = await runCni({
+        command: "ADD",
+        containerId: pod.sandbox,
+        ifName: `net${k + 1}`,
+        pod: { namespace: NS, name: pod.name, uid: pod.uid },
+        conf: conf(pod.node, k),
+      });
+      outcomes.push(outcome);
+      if (outcome.ip === undefined) throw new Error(`ADD ${pod.name} net${k + 1}: ${outcome.error}`);
+      pod.ips.push(outcome.ip);
+    }
+    const status = pod.ips.map((ip, k) => ({ name: `${NS}/${networkName(k)}`, interface: `net${k + 1}`, ips: [ip] }));
+    await cluster.core.replaceNamespacedPodStatus({
+      namespace: NS,
+      name: pod.name,
+      body: {
+        ...created,
+        metadata: { ...created.metadata, annotations: { "k8s.v1.cni.cncf.io/network-status": JSON.stringify(status) } },
+        status: { phase: "Running" },
+      },
+    });
+  }
+
+  /** A pod goes away cleanly: one DEL per network, then the object. */
+  async function tearDown(pod: SimPod, outcomes: CniOutcome[]): Promise<void> {
+    for (let k = 0; k < networks; k++) {
+      const outcome = await runCni({
+        command: "DEL",
+        containerId: pod.sandbox,
+        ifName: `net${k + 1}`,
+        pod: { namespace: NS, name: pod.name, uid: pod.uid },
+        conf: conf(pod.node, k),
+      });
+      outcomes.push(outcome);
+      if (outcome.code !== 0) throw new Error(`DEL ${pod.name}: ${outcome.error}`);
+    }
+    pod.ips = [];
+    await cluster.core.deleteNamespacedPod({ namespace: NS, name: pod.name, gracePeriodSeconds: 0 });
+  }
+
+  async function phase(
+    name: string,
+    work: (adds: CniOutcome[], others: CniOutcome[]) => Promise<Partial<PhaseResult> | undefined>,
+  ): Promise<PhaseResult> {
+    const conflictsBefore = await cluster.conflicts();
+    const conflicts409 = cluster.kind === "kubernetes" ? (cluster.server.stats().byStatus[409] ?? 0) : 0;
+    const adds: CniOutcome[] = [];
+    const others: CniOutcome[] = [];
+    const started = performance.now();
+    const extra = (await work(adds, others)) ?? {};
+    const seconds = (performance.now() - started) / 1000;
+    const agentConflicts = (await cluster.conflicts()) - conflictsBefore;
+    const httpConflicts = cluster.kind === "kubernetes" ? (cluster.server.stats().byStatus[409] ?? 0) - conflicts409 : 0;
+    const ms = adds.map((a) => a.ms);
+    return {
+      phase: name,
+      seconds,
+      adds: adds.length,
+      addP50: quantile(ms, 0.5),
+      addP99: quantile(ms, 0.99),
+      failed: [...adds, ...others].filter((o) => o.code !== 0).length,
+      conflicts: Math.max(agentConflicts, httpConflicts),
+      audit: audit(await held(), live()),
+      ...extra,
+    };
+  }
+
+  const everyPod = (run: (pod: SimPod) => Promise<void>) =>
+    limited(
+      options.concurrency,
+      pods.map((pod) => () => run(pod)),
+    );
+  const results: PhaseResult[] = [];
+
+  results.push(await phase("create all", (adds) => everyPod((pod) => bringUp(pod, adds)).then(() => undefined)));
+  results.push(
+    await phase("delete all and re-create", async (adds, others) => {
+      await everyPod((pod) => tearDown(pod, others));
+      generation++;
+      await everyPod((pod) => bringUp(pod, adds));
+      return undefined;
+    }),
+  );
+  results.push(
+    await phase("power-cycle every node, then reconcile", async (adds) => {
+      // every node loses power: its agent dies, no DEL ever comes for the old sandboxes
+      for (const node of cluster.nodes) cluster.killAgent(node);
+      // the control plane force-deletes the pods; the StatefulSet re-creates them under the same names
+      await limited(
+        50,
+        pods.map(
+          (pod) => () => cluster.core.deleteNamespacedPod({ namespace: NS, name: pod.name, gracePeriodSeconds: 0 }).then(() => undefined),
+        ),
+      );
+      for (const pod of pods) pod.ips = [];
+      await limited(
+        8,
+        cluster.nodes.map((node) => () => cluster.startAgent(node)),
+      );
+      generation++;
+      await everyPod((pod) => bringUp(pod, adds));
+      const leakedBeforeReconcile = audit(await held(), live()).leaked;
+      const podSource = createKubernetesPodSource({ kubeConfig: cluster.kubeConfig });
+      const report = await reconcileOnce({ store: options.store, pods: podSource, graceMs: 0 });
+      podSource.close();
+      if (report.failed.length > 0) throw new Error(`reconcile failed: ${report.failed.map((f) => f.error.message).join("; ")}`);
+      return { reconciled: report.released.length, leakedBeforeReconcile };
+    }),
+  );
+  results.push(await phase("delete all", (_adds, others) => everyPod((pod) => tearDown(pod, others)).then(() => undefined)));
+  return results;
+}

@@ -1,0 +1,19 @@
+import { expect, it } from "vitest";
+import { retryOnReset } from "./api.js";
+
+const reset = () => Object.assign(new Error("request to http://127.0.0.1/x failed, reason: read ECONNRESET"), { code: "ECONNRESET" });
+
+it("a request whose reused connection was reset is sent once more; other failures are not retried", async () => {
+  let calls = 0;
+  expect(await retryOnReset(async () => (++calls === 1 ? Promise.reject(reset()) : "answer"))).toBe("answer");
+  expect(calls).toBe(2);
+
+  calls = 0;
+  await expect(retryOnReset(async () => Promise.reject(reset()).finally(() => calls++))).rejects.toThrow(/ECONNRESET/);
+  expect(calls).toBe(2);
+
+  calls = 0;
+  const conflict = Object.assign(new Error("HTTP-Code: 409"), { code: 409 });
+  await expect(retryOnReset(async () => Promise.reject(conflict).finally(() => calls++))).rejects.toBe(conflict);
+  expect(calls).toBe(1);
+});
