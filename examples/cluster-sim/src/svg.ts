@@ -17,8 +17,9 @@ export function lineChart(options: { title: string; xLabel: string; yLabel: stri
   const py = (y: number) => H - m.bottom - (y / yMax) * (H - m.top - m.bottom);
   const out: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+    `<title>${escapeXml(options.title)}</title>`,
     `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${W / 2 - m.right / 2}" y="22" text-anchor="middle" font-size="14">${escape(options.title)}</text>`,
+    `<text x="${W / 2 - m.right / 2}" y="22" text-anchor="middle" font-size="14">${escapeXml(options.title)}</text>`,
     `<line x1="${m.left}" y1="${H - m.bottom}" x2="${W - m.right}" y2="${H - m.bottom}" stroke="black"/>`,
     `<line x1="${m.left}" y1="${m.top}" x2="${m.left}" y2="${H - m.bottom}" stroke="black"/>`,
   ];
@@ -30,9 +31,9 @@ export function lineChart(options: { title: string; xLabel: string; yLabel: stri
   for (const x of [...new Set(xs)].sort((a, b) => a - b)) {
     out.push(`<text x="${px(x)}" y="${H - m.bottom + 16}" text-anchor="middle">${x}</text>`);
   }
-  out.push(`<text x="${(m.left + W - m.right) / 2}" y="${H - 12}" text-anchor="middle">${escape(options.xLabel)}</text>`);
+  out.push(`<text x="${(m.left + W - m.right) / 2}" y="${H - 12}" text-anchor="middle">${escapeXml(options.xLabel)}</text>`);
   out.push(
-    `<text x="16" y="${(m.top + H - m.bottom) / 2}" text-anchor="middle" transform="rotate(-90 16 ${(m.top + H - m.bottom) / 2})">${escape(options.yLabel)}</text>`,
+    `<text x="16" y="${(m.top + H - m.bottom) / 2}" text-anchor="middle" transform="rotate(-90 16 ${(m.top + H - m.bottom) / 2})">${escapeXml(options.yLabel)}</text>`,
   );
   options.series.forEach((s, i) => {
     const path = s.points.map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`).join(" ");
@@ -40,7 +41,7 @@ export function lineChart(options: { title: string; xLabel: string; yLabel: stri
     for (const p of s.points) out.push(`<circle cx="${px(p.x).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="3" fill="${s.color}"/>`);
     const ly = m.top + 10 + i * 20;
     out.push(`<line x1="${W - m.right + 12}" y1="${ly}" x2="${W - m.right + 32}" y2="${ly}" stroke="${s.color}" stroke-width="2"/>`);
-    out.push(`<text x="${W - m.right + 38}" y="${ly + 4}">${escape(s.name)}</text>`);
+    out.push(`<text x="${W - m.right + 38}" y="${ly + 4}">${escapeXml(s.name)}</text>`);
   });
   out.push("</svg>");
   return `${out.join("\n")}\n`;
@@ -52,4 +53,4 @@ function niceCeil(v: number): number {
   return 10 * p;
 }
 
-const escape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;");
+const escapeXml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;");
