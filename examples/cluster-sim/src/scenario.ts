@@ -75,6 +75,16 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
     return readFileStore(`${cluster.dir}/store`);
   }
 
+  /** One CNI call for a pod's attachment to network k (interface net<k+1>). */
+  const attachment = (command: "ADD" | "DEL", pod: SimPod, k: number) =>
+    runCni({
+      command,
+      containerId: pod.sandbox,
+      ifName: `net${k + 1}`,
+      pod: { namespace: NS, name: pod.name, uid: pod.uid },
+      conf: conf(pod.node, k),
+    });
+
   /** A pod comes up: its object, one ADD per network (as Multus calls the IPAM), then Running with network-status. */
   async function bringUp(pod: SimPod, outcomes: CniOutcome[]): Promise<void> {
     const created = await cluster.core.createNamespacedPod({
@@ -88,13 +98,7 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
     pod.sandbox = `sandbox-${generation}-${pod.name}`;
     pod.ips = [];
     for (let k = 0; k < networks; k++) {
-      const outcome = await runCni({
-        command: "ADD",
-        containerId: pod.sandbox,
-        ifName: `net${k + 1}`,
-        pod: { namespace: NS, name: pod.name, uid: pod.uid },
-        conf: conf(pod.node, k),
-      });
+      const outcome = await attachment("ADD", pod, k);
       outcomes.push(outcome);
       if (outcome.ip === undefined) throw new Error(`ADD ${pod.name} net${k + 1}: ${outcome.error}`);
       pod.ips.push(outcome.ip);
@@ -114,13 +118,7 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
   /** A pod goes away cleanly: one DEL per network, then the object. */
   async function tearDown(pod: SimPod, outcomes: CniOutcome[]): Promise<void> {
     for (let k = 0; k < networks; k++) {
-      const outcome = await runCni({
-        command: "DEL",
-        containerId: pod.sandbox,
-        ifName: `net${k + 1}`,
-        pod: { namespace: NS, name: pod.name, uid: pod.uid },
-        conf: conf(pod.node, k),
-      });
+      const outcome = await attachment("DEL", pod, k);
       outcomes.push(outcome);
       if (outcome.code !== 0) throw new Error(`DEL ${pod.name}: ${outcome.error}`);
     }
