@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { performance } from "node:perf_hooks";
-import { InvalidRequestError } from "@ipamkit/core";
-import { apiFailure, keepAliveTransport, mapKubeError } from "@ipamkit/storage-kubernetes";
-import { type ConfigurationOptions, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { InvalidRequestError, StoreConflictError } from "@ipamkit/core";
+import { createObjectApi, type Kind, type KubeObject } from "@ipamkit/storage-kubernetes";
+import type { KubeConfig } from "@kubernetes/client-node";
 import pino, { type Logger } from "pino";
 import { formatMicroTime } from "./microtime.js";
 
@@ -111,48 +111,33 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+const LEASE: Kind = { kind: "Lease", plural: "leases", group: GROUP, version: VERSION };
+
 /**
- * GET/create/PUT of the one Lease through CustomObjectsApi with plain bodies: the typed
- * CoordinationV1Api would turn Date fields into 3-digit times, which the API server refuses
- * (see microtime.ts). A 409 (someone else wrote first) is `undefined`, not an error.
+ * GET/create/PUT of the one Lease through storage-kubernetes' object API (plain bodies over
+ * CustomObjectsApi): the typed CoordinationV1Api would turn Date fields into 3-digit times, which
+ * the API server refuses (see microtime.ts). A write that lost a race (409, StoreConflictError) is
+ * `undefined`, not an error.
  */
 function leaseClient(kubeConfig: KubeConfig, settings: Settings) {
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
-  const transport = keepAliveTransport(settings.requestTimeoutMs);
-  const call: ConfigurationOptions = { middleware: [transport], middlewareMergeStrategy: "append" };
   const { namespace, name } = settings;
-  const base = { group: GROUP, version: VERSION, namespace, plural: "leases" };
-  const label = `Lease ${namespace}/${name}`;
-  const write = async (operation: string, request: () => Promise<unknown>): Promise<Lease | undefined> => {
+  const api = createObjectApi({ kubeConfig, namespace, requestTimeoutMs: settings.requestTimeoutMs, pageSize: 1 });
+  const write = async (request: () => Promise<KubeObject>): Promise<Lease | undefined> => {
     try {
       return (await request()) as Lease;
     } catch (error) {
-      if (apiFailure(error).status === 409) return undefined;
-      throw mapKubeError(error, operation, label);
+      if (error instanceof StoreConflictError) return undefined;
+      throw error;
     }
   };
   return {
-    close: () => transport.close(),
-    async get(): Promise<Lease | undefined> {
-      try {
-        return (await api.getNamespacedCustomObject({ ...base, name }, call)) as Lease;
-      } catch (error) {
-        if (apiFailure(error).status === 404) return undefined;
-        throw mapKubeError(error, "get", label);
-      }
-    },
+    close: () => api.close(),
+    get: async (): Promise<Lease | undefined> => (await api.get(LEASE, name)) as Lease | undefined,
     create: (spec: Lease["spec"]) =>
-      write("create", () =>
-        api.createNamespacedCustomObject(
-          { ...base, body: { apiVersion: `${GROUP}/${VERSION}`, kind: "Lease", metadata: { name }, spec } },
-          call,
-        ),
-      ),
+      write(() => api.create(LEASE, { apiVersion: `${GROUP}/${VERSION}`, kind: "Lease", metadata: { name }, spec } as KubeObject)),
     /** PUT guarded by the read Lease's resourceVersion. */
     replace: (read: Lease, spec: Lease["spec"]) =>
-      write("replace", () =>
-        api.replaceNamespacedCustomObject({ ...base, name, body: { ...read, spec: { ...read.spec, ...spec } } }, call),
-      ),
+      write(() => api.replace(LEASE, { ...read, spec: { ...read.spec, ...spec } } as KubeObject)),
   };
 }
 

@@ -83,7 +83,7 @@ export function createObjectApi(options: ObjectApiOptions): ObjectApi {
   const connections = keepAliveTransport(options.requestTimeoutMs);
   const call: ConfigurationOptions = { middleware: [connections], middlewareMergeStrategy: "append" };
   const { namespace } = options;
-  const base = (kind: Kind) => ({ group: GROUP, version: VERSION, namespace, plural: kind.plural });
+  const base = (kind: Kind) => ({ group: kind.group ?? GROUP, version: kind.version ?? VERSION, namespace, plural: kind.plural });
   const label = (kind: Kind, name: string | undefined) => `${kind.kind} ${namespace}/${name ?? "?"}`;
   const run = async <T>(operation: string, object: string, request: () => Promise<T>): Promise<T> => {
     try {

@@ -6,7 +6,13 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 
 export const IPPOOL = { kind: "IPPool", plural: "ippools" } as const;
 export const RESERVATION = { kind: "OverlappingRangeIPReservation", plural: "overlappingrangeipreservations" } as const;
-export type Kind = typeof IPPOOL | typeof RESERVATION;
+/** A namespaced kind the object API serves; `group`/`version` default to Whereabouts' (leases name theirs). */
+export interface Kind {
+  readonly kind: string;
+  readonly plural: string;
+  readonly group?: string;
+  readonly version?: string;
+}
 
 /**
  * Annotations ipamkit writes (Whereabouts ignores them and keeps them on its own writes, which
