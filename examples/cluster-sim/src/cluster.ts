@@ -51,9 +51,10 @@ export async function startCluster(kind: StoreKind, nodeCount: number): Promise<
     socket: join(dir, "run", `node-${i}.sock`),
     agent: undefined,
   }));
-  const conflictsBefore = new Map<string, number>();
+  /** Each live agent's last-read conflict counter; a killed agent's last count moves to `retired`. */
+  const lastCount = new Map<string, number>();
   let retired = 0;
-  const cluster: Cluster = {
+  return {
     kind,
     dir,
     server,
@@ -89,6 +90,8 @@ export async function startCluster(kind: StoreKind, nodeCount: number): Promise<
       }
     },
     killAgent(node) {
+      retired += lastCount.get(node.name) ?? 0;
+      lastCount.delete(node.name);
       node.agent?.kill("SIGKILL");
       node.agent = undefined;
     },
@@ -99,7 +102,7 @@ export async function startCluster(kind: StoreKind, nodeCount: number): Promise<
         const stats = await agentStats(node.socket).catch(() => ({ conflicts: 0 }));
         const now = Number(stats.conflicts ?? 0);
         total += now;
-        conflictsBefore.set(node.name, now);
+        lastCount.set(node.name, now);
       }
       return total;
     },
@@ -111,12 +114,4 @@ export async function startCluster(kind: StoreKind, nodeCount: number): Promise<
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  // a killed agent's counter is gone with it: keep what it had counted
-  const kill = cluster.killAgent;
-  cluster.killAgent = (node) => {
-    retired += conflictsBefore.get(node.name) ?? 0;
-    conflictsBefore.delete(node.name);
-    kill(node);
-  };
-  return cluster;
 }

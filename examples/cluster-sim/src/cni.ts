@@ -64,3 +64,10 @@ export async function limited<T>(limit: number, tasks: (() => Promise<T>)[]): Pr
   );
   return results;
 }
+
+/** The q-quantile (0–1) of some latencies; 0 for none. */
+export function quantile(xs: readonly number[], q: number): number {
+  if (xs.length === 0) return 0;
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+}

@@ -2,7 +2,7 @@ import type { IpamStore } from "@ipamkit/core";
 import { createKubernetesPodSource, reconcileOnce } from "@ipamkit/reconciler";
 import { type AuditResult, audit, type Held, readEtcd, readFileStore, readIpPools } from "./audit.js";
 import { type Cluster, POOL_NAMESPACE, type SimNode } from "./cluster.js";
-import { type CniOutcome, limited, runCni } from "./cni.js";
+import { type CniOutcome, limited, quantile, runCni } from "./cni.js";
 
 export interface ScenarioOptions {
   pods: number;
@@ -40,11 +40,6 @@ interface SimPod {
 const NS = "sim";
 const networkName = (k: number) => `net-${k}`;
 const rangeOf = (k: number) => `10.${100 + k}.0.0/20`;
-const quantile = (xs: number[], q: number) => {
-  if (xs.length === 0) return 0;
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-};
 
 export async function runScenario(cluster: Cluster, options: ScenarioOptions): Promise<PhaseResult[]> {
   const { networks } = options;

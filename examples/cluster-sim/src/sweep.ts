@@ -1,13 +1,11 @@
 import type { Cluster } from "./cluster.js";
-import { limited, runCni } from "./cni.js";
+import { limited, quantile, runCni } from "./cni.js";
 
 export interface SweepPoint {
   concurrency: number;
   p50: number;
   p99: number;
 }
-
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? 0;
 
 /**
  * ADD latency against concurrency: `calls` ADDs (then their DELs) spread over the cluster's nodes,

@@ -1,16 +1,15 @@
-import { existsSync, readFileSync } from "node:fs";
-import { dispatch } from "@ipamkit/cni";
+import { type ConfigFs, dispatch } from "@ipamkit/cni";
 import { openStore } from "./open-store.js";
 
 // The entry of dist/ipamkit-direct.cjs: the whole plugin, run in this process. dist/ipamkit loads
 // it only when the call is not forwarded to the node-local agent.
-export function runDirect(readStdin: () => Promise<string>): Promise<number> {
+export function runDirect(readStdin: () => Promise<string>, fs: ConfigFs): Promise<number> {
   return dispatch({
     env: process.env,
     stdin: readStdin,
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
-    fs: { exists: existsSync, readText: (path) => readFileSync(path, "utf8") },
+    fs,
     openStore,
   });
 }

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { AgentUnavailableError, forwardToAgent } from "@ipamkit/agent/client";
+import type { ConfigFs } from "@ipamkit/cni";
 import { agentSettings } from "@ipamkit/cni/agent-settings";
 
 // dist/ipamkit: the only file that touches the real process (environment, streams, exit code), and
@@ -42,7 +43,21 @@ function cniError(stdin: string, code: number, message: string): string {
   return `${JSON.stringify({ cniVersion, code, msg: message })}\n`;
 }
 
+/** The flat file is looked up for `agent_socket` and again by the plugin: read it once. */
+function fileAccess(): ConfigFs {
+  const texts = new Map<string, string>();
+  return {
+    exists: (path) => texts.has(path) || existsSync(path),
+    readText(path) {
+      const text = texts.get(path) ?? readFileSync(path, "utf8");
+      texts.set(path, text);
+      return text;
+    },
+  };
+}
+
 async function main(): Promise<number> {
+  const fs = fileAccess();
   let stdin: Promise<string> | undefined;
   const read = () => {
     stdin ??= readAll();
@@ -51,7 +66,7 @@ async function main(): Promise<number> {
   const command = process.env.CNI_COMMAND;
   if (command !== undefined && command !== "VERSION") {
     const text = await read().catch(() => "");
-    const settings = agentSettings(text, { exists: existsSync, readText: (path) => readFileSync(path, "utf8") });
+    const settings = agentSettings(text, fs);
     if (settings !== undefined) {
       try {
         const answer = await forwardToAgent({ socketPath: settings.socket, env: process.env, stdin: text });
@@ -77,7 +92,7 @@ async function main(): Promise<number> {
     process.stdout.write(cniError(await read().catch(() => ""), 2, `the plugin (${path}) cannot be loaded beside this binary: ${reason}`));
     return 1;
   }
-  return direct.runDirect(read);
+  return direct.runDirect(read, fs);
 }
 
 void main().then((code) => {

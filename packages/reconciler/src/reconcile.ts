@@ -9,6 +9,7 @@ import {
   type PoolRef,
   planReconcile,
   poolId,
+  RELEASES_PER_WRITE,
   type RetryOptions,
   type Verdict,
 } from "@ipamkit/core";
@@ -18,8 +19,6 @@ import type { PodSource } from "./pod-source.js";
 
 /** Default grace period: a reservation younger than this is never released. */
 export const DEFAULT_GRACE_MS = 5 * 60_000;
-/** Orphans handed to one `releaseAllIf` call (core writes them in chunks of RELEASES_PER_WRITE). */
-const BATCH = 100;
 
 export interface ReconcileOptions {
   store: IpamStore;
@@ -101,8 +100,9 @@ export async function reconcileOnce(options: ReconcileOptions): Promise<Reconcil
     ...(options.retry === undefined ? {} : { retry: options.retry }),
   });
   for (const [pool, verdicts] of byPool(confirmed)) {
-    for (let i = 0; i < verdicts.length; i += BATCH) {
-      const batch = verdicts.slice(i, i + BATCH);
+    // one call per conditional write: a failure then reports exactly the releases of that write
+    for (let i = 0; i < verdicts.length; i += RELEASES_PER_WRITE) {
+      const batch = verdicts.slice(i, i + RELEASES_PER_WRITE);
       try {
         const outcomes = await ipam.releaseAllIf(
           pool,
