@@ -7,6 +7,8 @@ export type {
   Release,
 } from "./allocator.js";
 export { allocate, allocateAll, findFree, release, releaseIf } from "./allocator.js";
+export type { BlockPool, NodeBlockIpam, NodeBlockIpamOptions } from "./block-ipam.js";
+export { createNodeBlockIpam } from "./block-ipam.js";
 export type { ClaimOutcome } from "./claims.js";
 export { claimAddress, claimRefFor, dropClaim, planClaim } from "./claims.js";
 export type { IpamErrorCode, IpamErrorOptions } from "./errors.js";
@@ -34,6 +36,8 @@ export type { AttachmentKey } from "./key.js";
 export { attachmentKey, formatKey, parseKey, sameKey } from "./key.js";
 export type { MemoryStoreOptions } from "./memory-store.js";
 export { createMemoryStore, MEMORY_STORE_NAME } from "./memory-store.js";
+export type { BlockLayout } from "./node-blocks.js";
+export { AFFINITY_IF_NAME, affinityClaimRef, blockLayout, blockPoolRef, blockRange, nodeBlockOrder } from "./node-blocks.js";
 export type { PoolInit } from "./pool.js";
 export { Pool } from "./pool.js";
 export type { PoolRecord, ReservationRecord } from "./pool-record.js";

@@ -1,6 +1,7 @@
 import type { IpamStore } from "@ipamkit/core";
 import { afterEach, beforeEach, describe } from "vitest";
 import { registerAllocationCases } from "./allocation-cases.js";
+import { registerBlockCases } from "./block-cases.js";
 import { registerCasCases, registerCommitCases, registerEntryCases } from "./cas-cases.js";
 import { registerConcurrencyCases } from "./concurrency-cases.js";
 import type { ConformanceOptions } from "./options.js";
@@ -39,6 +40,7 @@ export function describeStoreConformance(options: ConformanceOptions): void {
     describe("allocation and exact-key release", () => registerAllocationCases(ctx));
     describe("overlapping ranges", () => registerOverlapCases(ctx));
     describe("concurrency", () => registerConcurrencyCases(ctx));
+    describe("per-node blocks", () => registerBlockCases(ctx));
     if (options.extra !== undefined) describe("backend-specific", () => options.extra?.(ctx.store));
   });
 }

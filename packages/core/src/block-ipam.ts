@@ -1,0 +1,194 @@
+import { findFree } from "./allocator.js";
+import { InvalidRequestError, RangeExhaustedError, StoreConflictError } from "./errors.js";
+import { cidrContains, parseCidr } from "./ip.js";
+import { type AllocateInput, type Assigned, createIpam, type IpamOptions, type Released, type ReleaseInput } from "./ipam.js";
+import { type AttachmentKey, attachmentKey } from "./key.js";
+import {
+  AFFINITY_IF_NAME,
+  affinityClaimRef,
+  type BlockLayout,
+  blockLayout,
+  blockPoolRef,
+  blockRange,
+  nodeBlockOrder,
+} from "./node-blocks.js";
+import type { Range } from "./range.js";
+import type { ConflictCounter } from "./retry.js";
+import type { PoolRef } from "./store.js";
+
+export interface NodeBlockIpamOptions extends IpamOptions {
+  /** This node's name: it owns the blocks it claims under this name. */
+  node: string;
+  /** Addresses per block: a power of two, at least 4 (e.g. 16, 64). */
+  blockSize: number | bigint;
+}
+
+/** A block pool that exists in the store, with its block as a range. */
+export interface BlockPool {
+  ref: PoolRef;
+  block: Range;
+}
+
+/**
+ * The IPAM of a node with per-node blocks: the same calls as {@link createIpam}, but each range is
+ * served from the blocks this node has claimed. Requested (static) addresses are refused: a static
+ * address may lie in another node's block, where this node's DEL would not look for it.
+ */
+export interface NodeBlockIpam {
+  allocate(input: AllocateInput): Promise<Assigned[]>;
+  release(input: ReleaseInput): Promise<Released[]>;
+  lookup(input: ReleaseInput): Promise<(Assigned | undefined)[]>;
+  /** True when this node could still allocate in `range` (a free address in its blocks, or a block to claim). */
+  hasRoom(network: string | undefined, range: Range): Promise<boolean>;
+  /** Every stored block pool of `range` (any node's), for node-local GC. */
+  blockPools(network: string | undefined, range: Range): Promise<BlockPool[]>;
+  readonly conflicts: ConflictCounter;
+}
+
+/** What the node sees along its block order: its blocks, the first unclaimed block, or (none unclaimed) everyone's. */
+interface NodeView {
+  own: Range[];
+  unclaimed: Range | undefined;
+  /** Other nodes' blocks — only collected when no block is unclaimed (then this node may borrow). */
+  others: Range[];
+}
+
+/** Re-plans after a block filled up between the read and the write, or a claim was lost. */
+const MAX_REPLANS = 16;
+
+export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpam {
+  const { store, node } = options;
+  const affinityKey: AttachmentKey = attachmentKey({ containerId: node, ifName: AFFINITY_IF_NAME });
+  const ipam = createIpam(options);
+  const layouts = new Map<Range, BlockLayout>();
+  const layoutOf = (range: Range): BlockLayout => {
+    const known = layouts.get(range);
+    if (known !== undefined) return known;
+    const layout = blockLayout(range, options.blockSize);
+    layouts.set(range, layout);
+    return layout;
+  };
+
+  async function view(network: string, range: Range): Promise<NodeView> {
+    const seen: NodeView = { own: [], unclaimed: undefined, others: [] };
+    for (const index of nodeBlockOrder(layoutOf(range), node)) {
+      const block = blockRange(layoutOf(range), index);
+      if (block === undefined) continue;
+      const stored = await store.readClaim(affinityClaimRef(network, block));
+      if (stored === undefined) return { ...seen, unclaimed: block, others: [] };
+      (stored.claim.key.containerId === node ? seen.own : seen.others).push(block);
+    }
+    return seen;
+  }
+
+  /** The blocks that may hold this node's reservations (its own; everyone's once none is unclaimed). */
+  const searched = (seen: NodeView): Range[] => (seen.unclaimed === undefined ? [...seen.own, ...seen.others] : seen.own);
+
+  async function holding(network: string, range: Range, key: AttachmentKey): Promise<Range[]> {
+    const found: Range[] = [];
+    for (const block of searched(await view(network, range))) {
+      if ((await store.readPool(blockPoolRef(network, block)))?.pool.forKey(key) !== undefined) found.push(block);
+    }
+    return found;
+  }
+
+  /** The block to allocate `key` in: where it already is, else a block with room, else a newly claimed one. */
+  async function chooseBlock(network: string, range: Range, key: AttachmentKey): Promise<Range> {
+    for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
+      const seen = await view(network, range);
+      let roomy: Range | undefined;
+      for (const block of searched(seen)) {
+        const stored = await store.readPool(blockPoolRef(network, block));
+        if (stored?.pool.forKey(key) !== undefined) return block;
+        if (roomy === undefined && (stored === undefined || findFree(stored.pool, block, block.first, block.last) !== undefined)) {
+          roomy = block;
+        }
+      }
+      if (roomy !== undefined) return roomy;
+      if (seen.unclaimed === undefined) throw new RangeExhaustedError(range.cidr.text);
+      try {
+        const claim = { pool: blockPoolRef(network, seen.unclaimed), key: affinityKey };
+        await store.writeClaim(affinityClaimRef(network, seen.unclaimed), claim, undefined);
+        return seen.unclaimed;
+      } catch (error) {
+        if (!(error instanceof StoreConflictError)) throw error;
+        ipam.conflicts.conflicts += 1; // another node claimed it first: look again
+      }
+    }
+    throw new StoreConflictError(`node blocks of ${range.cidr.text}`);
+  }
+
+  return {
+    conflicts: ipam.conflicts,
+    async allocate(input) {
+      if ((input.addresses ?? []).length > 0) {
+        throw new InvalidRequestError("requested addresses are not supported with per-node blocks (node_block_size)");
+      }
+      if (input.ranges.length === 0) throw new InvalidRequestError("no ranges to allocate from");
+      const network = input.network ?? "";
+      for (let attempt = 1; ; attempt++) {
+        const blocks: Range[] = [];
+        for (const range of input.ranges) blocks.push(await chooseBlock(network, range, input.key));
+        try {
+          const assigned = await ipam.allocate({ ...input, network, ranges: blocks });
+          return assigned.map((a, i) => ({ ...a, range: input.ranges[i] as Range }));
+        } catch (error) {
+          // A block filled up after it was read (another call on this node): choose again.
+          if (!(error instanceof RangeExhaustedError) || attempt >= MAX_REPLANS) throw error;
+        }
+      }
+    },
+    async release(input) {
+      const network = input.network ?? "";
+      const out: Released[] = [];
+      const errors: unknown[] = [];
+      for (const range of input.ranges) {
+        try {
+          const blocks = await holding(network, range, input.key);
+          if (blocks.length > 0) out.push(...(await ipam.release({ network, ranges: blocks, key: input.key })));
+        } catch (error) {
+          errors.push(error);
+        }
+      }
+      if (errors.length > 0) throw errors[0];
+      return out;
+    },
+    async lookup(input) {
+      const network = input.network ?? "";
+      const out: (Assigned | undefined)[] = [];
+      for (const range of input.ranges) {
+        const [block] = await holding(network, range, input.key);
+        const [found] = block === undefined ? [undefined] : await ipam.lookup({ network, ranges: [block], key: input.key });
+        out.push(found === undefined ? undefined : { ...found, range });
+      }
+      return out;
+    },
+    async hasRoom(network, range) {
+      const seen = await view(network ?? "", range);
+      if (seen.unclaimed !== undefined) return true;
+      for (const block of searched(seen)) {
+        const stored = await store.readPool(blockPoolRef(network ?? "", block));
+        if (stored === undefined || findFree(stored.pool, block, block.first, block.last) !== undefined) return true;
+      }
+      return false;
+    },
+    async blockPools(network, range) {
+      const layout = layoutOf(range);
+      const out: BlockPool[] = [];
+      for (const ref of await store.listPools()) {
+        if (ref.network !== (network ?? "")) continue;
+        const cidr = parseCidr(ref.cidr);
+        if (
+          cidr.family !== range.family ||
+          cidr.prefix !== layout.prefix ||
+          !cidrContains(range.cidr, { family: cidr.family, value: cidr.network })
+        ) {
+          continue;
+        }
+        const block = blockRange(layout, (cidr.network - range.cidr.network) / layout.size);
+        if (block !== undefined) out.push({ ref, block });
+      }
+      return out;
+    },
+  };
+}
