@@ -128,7 +128,11 @@ it("the DaemonSet manifest runs the agent on the socket the README configures, o
     spec: {
       template: {
         spec: {
-          containers: { args: string[]; volumeMounts: { name: string; mountPath: string }[] }[];
+          containers: {
+            args: string[];
+            env: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+            volumeMounts: { name: string; mountPath: string }[];
+          }[];
           volumes: { name: string; hostPath?: { path: string } }[];
         };
       };
@@ -141,4 +145,8 @@ it("the DaemonSet manifest runs the agent on the socket the README configures, o
   expect(readFileSync(join(root, "README.md"), "utf8")).toContain(`"agent_socket": "${socket}"`);
   const mount = pod?.containers[0]?.volumeMounts.find((m) => socket.startsWith(`${m.mountPath}/`));
   expect(pod?.volumes.find((v) => v.name === mount?.name)?.hostPath?.path).toBe(join(socket, ".."));
+  // The node's blocks are owned by the Kubernetes node name (downward API), not the pod's host name.
+  const nodeArg = args[args.indexOf("--node-name") + 1] ?? "";
+  const variable = /^\$\((\w+)\)$/.exec(nodeArg)?.[1];
+  expect(pod?.containers[0]?.env.find((e) => e.name === variable)?.valueFrom?.fieldRef?.fieldPath).toBe("spec.nodeName");
 });

@@ -1,18 +1,19 @@
 import { parseArgs } from "node:util";
 import { startAgent } from "@ipamkit/agent";
+import { NODE_NAME } from "@ipamkit/cni";
 import pino from "pino";
 import { openStore } from "./open-store.js";
 
 // dist/ipamkit-agent: the node-local agent. It answers the CNI calls that `ipamkit` forwards over
 // a Unix socket, with the same code and the same store loading as the binary (open-store.ts), but
 // keeps each store's client open between calls.
-const USAGE = "usage: ipamkit-agent --socket PATH [--log-level info]";
+const USAGE = "usage: ipamkit-agent --socket PATH [--node-name NAME] [--log-level info]";
 
 async function main(): Promise<number> {
-  let values: { socket?: string; "log-level"?: string; help?: boolean };
+  let values: { socket?: string; "node-name"?: string; "log-level"?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
-      options: { socket: { type: "string" }, "log-level": { type: "string" }, help: { type: "boolean" } },
+      options: { socket: { type: "string" }, "node-name": { type: "string" }, "log-level": { type: "string" }, help: { type: "boolean" } },
       strict: true,
     }));
   } catch (error) {
@@ -25,6 +26,11 @@ async function main(): Promise<number> {
   }
   if (values.socket === undefined || !values.socket.startsWith("/")) {
     process.stderr.write(`error: --socket must be an absolute path\n${USAGE}\n`);
+    return 2;
+  }
+  const nodeName = values["node-name"];
+  if (nodeName !== undefined && !NODE_NAME.test(nodeName)) {
+    process.stderr.write(`error: --node-name: not a node name: ${JSON.stringify(nodeName)}\n${USAGE}\n`);
     return 2;
   }
   let logger: pino.Logger;
@@ -46,7 +52,7 @@ async function main(): Promise<number> {
   }
   let agent: Awaited<ReturnType<typeof startAgent>>;
   try {
-    agent = await startAgent({ socketPath: values.socket, openStore, logger });
+    agent = await startAgent({ socketPath: values.socket, openStore, logger, ...(nodeName === undefined ? {} : { nodeName }) });
   } catch (error) {
     logger.fatal(`cannot start: ${(error as Error).message}`);
     return 1;

@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import { type ConfigFs, dispatch } from "@ipamkit/cni";
 import { openStore } from "./open-store.js";
 
@@ -10,6 +11,7 @@ export function runDirect(readStdin: () => Promise<string>, fs: ConfigFs): Promi
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     fs,
+    hostname,
     openStore,
   });
 }

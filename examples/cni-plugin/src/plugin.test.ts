@@ -1,6 +1,7 @@
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
+import { createFileStore } from "@ipamkit/storage-file";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type AgentProcess, startAgentProcess } from "../test/agent-process.js";
 import { cniEnv, PLUGIN, type PluginRun, runPlugin } from "../test/run-plugin.js";
@@ -102,6 +103,44 @@ for (const mode of ["direct", "agent"] as const) {
       expect(ipsOf(fromRuntime)[0]?.address).toBe("10.20.0.77/24");
       const fromArgs = await runPlugin(cniEnv("ADD", "s2", "net1", { CNI_ARGS: "IP=fd00:20::99" }), netconf("1.0.0"));
       expect(ipsOf(fromArgs)[1]?.address).toBe("fd00:20::99/64");
+    });
+
+    it("per-node blocks: each node's addresses come from a block it owns, answered with the range's prefix; CHECK, GC, STATUS, DEL", async () => {
+      const blocks = (node?: string, extra: Record<string, unknown> = {}) =>
+        netconf("1.1.0", { node_block_size: 16, ...(node === undefined ? {} : { node_name: node }) }, extra);
+      const a = await runPlugin(cniEnv("ADD", "a1"), blocks("node-a"));
+      const b = await runPlugin(cniEnv("ADD", "b1"), blocks("node-b"));
+      const h = await runPlugin(cniEnv("ADD", "h1"), blocks()); // node name: the host's (or the agent's)
+      expect([a.code, b.code, h.code, a.stderr]).toEqual([0, 0, 0, ""]);
+      const [a4, a6] = ipsOf(a).map((ip) => ip.address);
+      const [b4] = ipsOf(b).map((ip) => ip.address);
+      expect(a4).toMatch(/^10\.20\.0\.\d+\/24$/);
+      expect(a6).toMatch(/^fd00:20::[0-9a-f:]+\/64$/);
+      const blockOf = (address = "") => Number(address.split("/")[0]?.split(".")[3]) >> 4;
+      expect(blockOf(a4)).not.toBe(blockOf(b4));
+      const store = createFileStore({ dir: join(dir, "store") });
+      const owners = new Set<string>();
+      for (const ref of await store.listClaims("node-blocks")) owners.add((await store.readClaim(ref))?.claim.key.containerId ?? "");
+      await store.close();
+      expect([...owners].sort()).toEqual(["node-a", "node-b", hostname()].sort());
+      expect((await runPlugin(cniEnv("CHECK", "a1"), blocks("node-a", { prevResult: a.json }))).code).toBe(0);
+      expect((await runPlugin({ CNI_COMMAND: "STATUS" }, blocks("node-a"))).code).toBe(0);
+      const again = await runPlugin(cniEnv("ADD", "a1"), blocks("node-a"));
+      expect(again.json).toEqual(a.json);
+      expect((await runPlugin(cniEnv("DEL", "a1"), blocks("node-a"))).code).toBe(0);
+      const gone = await runPlugin(cniEnv("CHECK", "a1"), blocks("node-a", { prevResult: a.json }));
+      expect(gone.json?.code).toBe(104);
+      const gc = await runPlugin(
+        { CNI_COMMAND: "GC" },
+        blocks("node-a", { "cni.dev/valid-attachments": [{ containerID: "b1", ifname: "net1" }] }),
+      );
+      expect(gc.code).toBe(0);
+      expect((await runPlugin(cniEnv("CHECK", "h1"), blocks(undefined, { prevResult: h.json }))).json?.code).toBe(104);
+      expect((await runPlugin(cniEnv("CHECK", "b1"), blocks("node-b", { prevResult: b.json }))).code).toBe(0);
+      const pinned = await runPlugin(cniEnv("ADD", "s1"), blocks("node-a", { runtimeConfig: { ips: ["10.20.0.77"] } }));
+      expect([pinned.json?.code, pinned.json?.msg]).toEqual([7, expect.stringMatching(/per-node blocks/)]);
+      const tooBig = await runPlugin(cniEnv("ADD", "t1"), netconf("1.1.0", { node_block_size: 256 }));
+      expect([tooBig.json?.code, tooBig.json?.msg]).toEqual([7, expect.stringMatching(/node_block_size.*10\.20\.0\.0\/24/)]);
     });
 
     it("GC releases attachments not in cni.dev/valid-attachments; STATUS reports exhaustion with code 50", async () => {

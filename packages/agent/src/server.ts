@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
+import { hostname } from "node:os";
 import { CNI_CODES, CniError, type ConfigFs, dispatch, errorJson, type IpamConfig } from "@ipamkit/cni";
 import type { IpamStore } from "@ipamkit/core";
 import pino, { type Logger } from "pino";
@@ -15,6 +16,8 @@ export interface AgentOptions {
   logger?: Logger;
   /** Flat-file access (default: this process's file system). */
   fs?: ConfigFs;
+  /** This node's name for per-node blocks when a config sets no `node_name` (default: the host name). */
+  nodeName?: string;
 }
 
 export interface AgentStats {
@@ -69,6 +72,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         stderr += text;
       },
       fs,
+      hostname: () => options.nodeName ?? hostname(),
       openStore: async (config) => {
         const release = await queue.acquire(poolKey(config));
         try {

@@ -2,6 +2,7 @@ import {
   type AttachmentKey,
   attachmentKey,
   createIpam,
+  createNodeBlockIpam,
   findFree,
   formatIp,
   formatKey,
@@ -20,6 +21,8 @@ export interface CommandContext {
   /** Present for ADD, DEL, CHECK. */
   key?: AttachmentKey;
   args: CniArgs;
+  /** This node's name: `node_name`, else the host name (needed only with per-node blocks). */
+  node?: string;
   stderr: (line: string) => void;
 }
 
@@ -30,8 +33,28 @@ export interface CommandContext {
  */
 export const CNI_RETRY = { attempts: 100_000, deadlineMs: 100_000, baseDelayMs: 2, maxDelayMs: 200 } as const;
 
-const ipamFor = (ctx: CommandContext) =>
-  createIpam({ store: ctx.store, overlappingRanges: ctx.config.overlappingRanges, policy: ctx.config.policy, retry: { ...CNI_RETRY } });
+function ipamFor(ctx: CommandContext) {
+  const options = { store: ctx.store, overlappingRanges: ctx.config.overlappingRanges, policy: ctx.config.policy, retry: { ...CNI_RETRY } };
+  const blocks = ctx.config.nodeBlocks;
+  if (blocks === undefined) return createIpam(options);
+  return createNodeBlockIpam({ ...options, node: nodeOf(ctx), blockSize: blocks.size });
+}
+
+function nodeOf(ctx: CommandContext): string {
+  const node = ctx.config.nodeBlocks?.node ?? ctx.node;
+  if (node === undefined || node === "") {
+    throw new CniError(CNI_CODES.INVALID_CONFIG, "ipam.node_block_size needs this node's name: set ipam.node_name (no host name is known)");
+  }
+  return node;
+}
+
+/** The pools GC and STATUS look at for a range: the range's own pool, or its block pools. */
+async function poolsOf(ctx: CommandContext, range: Range): Promise<{ ref: { network: string; cidr: string }; range: Range }[]> {
+  const network = ctx.config.networkName;
+  if (ctx.config.nodeBlocks === undefined) return [{ ref: { network, cidr: range.cidr.text }, range }];
+  const blocks = createNodeBlockIpam({ store: ctx.store, node: nodeOf(ctx), blockSize: ctx.config.nodeBlocks.size });
+  return (await blocks.blockPools(network, range)).map(({ ref, block }) => ({ ref, range: block }));
+}
 
 function needKey(ctx: CommandContext): AttachmentKey {
   if (ctx.key === undefined) throw new CniError(CNI_CODES.INVALID_ENV, "CNI_CONTAINERID and CNI_IFNAME are required");
@@ -108,18 +131,19 @@ export async function gc(ctx: CommandContext): Promise<void> {
       formatKey(attachmentKey({ containerId: a.containerID, ifName: a.ifname }, { allowLegacy: true })),
     ),
   );
-  const ipam = ipamFor(ctx);
+  const ipam = createIpam({ store: ctx.store, overlappingRanges: ctx.config.overlappingRanges, retry: { ...CNI_RETRY } });
   const failures: string[] = [];
   for (const range of ctx.ranges) {
-    const ref = { network: ctx.config.networkName, cidr: range.cidr.text };
     try {
-      const stored = await ctx.store.readPool(ref);
-      for (const r of stored?.pool ?? []) {
-        if (valid.has(formatKey(r.key))) continue;
-        try {
-          await ipam.releaseIf(ref, r);
-        } catch (error) {
-          failures.push(`${formatIp(ipAt(range.cidr, r.offset))}: ${(error as Error).message}`);
+      for (const { ref, range: pooled } of await poolsOf(ctx, range)) {
+        const stored = await ctx.store.readPool(ref);
+        for (const r of stored?.pool ?? []) {
+          if (valid.has(formatKey(r.key))) continue;
+          try {
+            await ipam.releaseIf(ref, r);
+          } catch (error) {
+            failures.push(`${formatIp(ipAt(pooled.cidr, r.offset))}: ${(error as Error).message}`);
+          }
         }
       }
     } catch (error) {
@@ -134,14 +158,24 @@ export async function gc(ctx: CommandContext): Promise<void> {
 export async function status(ctx: CommandContext): Promise<void> {
   let exhausted = 0;
   for (const range of ctx.ranges) {
-    let stored: Awaited<ReturnType<IpamStore["readPool"]>>;
+    let room: boolean;
     try {
-      stored = await ctx.store.readPool({ network: ctx.config.networkName, cidr: range.cidr.text });
+      room = await hasRoom(ctx, range);
     } catch (error) {
+      if (error instanceof CniError) throw error;
       throw new CniError(CNI_CODES.NOT_AVAILABLE, `store unavailable: ${(error as Error).message}`);
     }
-    if (stored !== undefined && findFree(stored.pool, range, range.first, range.last) === undefined) exhausted += 1;
+    if (!room) exhausted += 1;
   }
   if (exhausted === ctx.ranges.length)
     throw new CniError(CNI_CODES.NOT_AVAILABLE, `every range is exhausted: ${ctx.ranges.map((r) => r.cidr.text).join(", ")}`);
+}
+
+async function hasRoom(ctx: CommandContext, range: Range): Promise<boolean> {
+  const blocks = ctx.config.nodeBlocks;
+  if (blocks !== undefined) {
+    return createNodeBlockIpam({ store: ctx.store, node: nodeOf(ctx), blockSize: blocks.size }).hasRoom(ctx.config.networkName, range);
+  }
+  const stored = await ctx.store.readPool({ network: ctx.config.networkName, cidr: range.cidr.text });
+  return stored === undefined || findFree(stored.pool, range, range.first, range.last) !== undefined;
 }

@@ -9,6 +9,8 @@ z.config({ ...en(), jitless: true });
 
 /** CNI network names (libcni `cniValidNameRegex`). */
 export const CNI_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+/** `node_name`: a Kubernetes node name or host name (it becomes the owner of the node's blocks). */
+export const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/;
 /** `network_name`: a lowercase DNS-1123 label fragment, or empty for the unnamed network. */
 export const NETWORK_NAME = /^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -104,6 +106,12 @@ const ipamShape = {
   etcd_cert_file: opt(str()),
   etcd_ca_cert_file: opt(str()),
   allocation_policy: opt(str()),
+  node_block_size: opt(z.int().check(z.positive())),
+  node_name: opt(
+    z
+      .string()
+      .check(z.regex(NODE_NAME, { error: "must be a node name: letters, digits, '.', '-', '_' (starting with a letter or digit)" })),
+  ),
   agent_socket: opt(z.string().check(z.refine((path: string) => path.startsWith("/"), { error: "must be an absolute path" }))),
   agent_required: opt(z.boolean()),
 };

@@ -72,6 +72,7 @@ describe("loadIpamConfig: valid configs", () => {
       kubernetes: {},
       agent: { required: false },
       requestedIps: [],
+      nodeBlocks: undefined,
       validAttachments: undefined,
       prevResult: undefined,
       flatFile: undefined,
@@ -286,10 +287,36 @@ describe("loadIpamConfig: rejections", () => {
   it("rejects unsupported values of known keys with code 2", () => {
     const addresses = [{ address: "10.0.0.5/24" }];
     expectConfigError(() => load(netConf({ ...V4, addresses })), 2, "ipam.addresses", "10.0.0.5/24", "not supported");
-    expectConfigError(() => load(netConf({ ...V4, node_slice_size: "/22" })), 2, "ipam.node_slice_size", '"/22"', "not supported yet");
+    expectConfigError(
+      () => load(netConf({ ...V4, node_slice_size: "/22" })),
+      2,
+      "ipam.node_slice_size",
+      '"/22"',
+      "node-slice controller",
+      "node_block_size",
+    );
     expectConfigError(() => load(netConf({ ...V4, sleep_for_race: 3 })), 2, "ipam.sleep_for_race", "3");
     expectConfigError(() => load(netConf({ ...V4, datastore: "consul" })), 2, "ipam.datastore", '"consul"');
     expectConfigError(() => load(netConf({ ...V4, allocation_policy: "random" })), 2, "ipam.allocation_policy", '"random"');
+  });
+
+  it("takes per-node blocks: a power-of-two block size and an optional node name", () => {
+    expect(load(netConf({ ...V4, node_block_size: 16 })).nodeBlocks).toEqual({ size: 16 });
+    expect(load(netConf({ ...V4, node_block_size: 64, node_name: "worker-1.example" })).nodeBlocks).toEqual({
+      size: 64,
+      node: "worker-1.example",
+    });
+    for (const size of [2, 3, 12, 100])
+      expectConfigError(() => load(netConf({ ...V4, node_block_size: size })), 7, "ipam.node_block_size", String(size), "power of two");
+    expectConfigError(() => load(netConf({ ...V4, node_block_size: 0 })), 7, "ipam.node_block_size", "0");
+    expectConfigError(() => load(netConf({ ...V4, node_block_size: "16" })), 7, "ipam.node_block_size", '"16"');
+    expectConfigError(() => load(netConf({ ...V4, node_block_size: 16, node_name: "a/b" })), 7, "ipam.node_name", '"a/b"');
+    for (const reserved of ["node-blocks", "tenant-node-blocks"]) {
+      expectConfigError(() => load(netConf({ ...V4, network_name: reserved })), 7, "ipam.network_name", "reserved");
+    }
+    const alone = load(netConf({ ...V4, node_name: "n1" }));
+    expect(alone.nodeBlocks).toBeUndefined();
+    expect(alone.warnings.join("\n")).toMatch(/node_name is accepted but unused/);
   });
 
   it("never puts etcd_password in an error message", () => {

@@ -1,4 +1,4 @@
-import { familyBits, formatIp, InvalidAddressError, parseIp } from "@ipamkit/core";
+import { familyBits, formatIp, InvalidAddressError, isAffinityNetwork, parseIp } from "@ipamkit/core";
 import { ConfigError, configError, fromZodError, parseJson, scrubSecrets } from "./config-errors.js";
 import {
   configurationPathFile,
@@ -82,7 +82,13 @@ function load(stdin: string, { fs, command }: { fs: ConfigFs; command: string },
   if (ipam.agent_required === true && !present(ipam.agent_socket)) {
     throw configError(7, "ipam.agent_required", true, "needs ipam.agent_socket", { source: sourceOf("agent_required") });
   }
+  if (ipam.network_name !== undefined && isAffinityNetwork(ipam.network_name)) {
+    throw configError(7, "ipam.network_name", ipam.network_name, 'names ending in "node-blocks" are reserved for per-node block claims', {
+      source: sourceOf("network_name"),
+    });
+  }
   const ranges = buildRanges(ipam, sourceOf, warnings);
+  const nodeBlocks = checkNodeBlocks(ipam, sourceOf, warnings);
   const datastore = chooseDatastore(ipam, sourceOf);
   warnUnused(ipam, datastore, sourceOf, warnings);
 
@@ -108,6 +114,7 @@ function load(stdin: string, { fs, command }: { fs: ConfigFs; command: string },
     kubernetes: definedOnly({ kubeconfig: ipam.kubernetes?.kubeconfig }),
     agent: { ...definedOnly({ socket: ipam.agent_socket }), required: ipam.agent_required ?? false },
     requestedIps,
+    nodeBlocks,
     validAttachments,
     prevResult: conf.prevResult,
     flatFile: flatPath,
@@ -175,7 +182,12 @@ function checkUnsupported(ipam: IpamInput, sourceOf: SourceOf): void {
   if (ipam.addresses !== undefined && ipam.addresses.length > 0) {
     throw fail("addresses", "static addresses in the IPAM config are not supported; request them with runtimeConfig.ips or args.cni.ips");
   }
-  if (present(ipam.node_slice_size)) throw fail("node_slice_size", "node slices (Whereabouts Fast IPAM) are not supported yet");
+  if (present(ipam.node_slice_size)) {
+    throw fail(
+      "node_slice_size",
+      "Whereabouts' node slices need its node-slice controller and NodeSlicePool objects, which ipamkit does not run; ipamkit's own per-node blocks need no controller: set node_block_size (addresses per block) instead",
+    );
+  }
   if (ipam.sleep_for_race !== undefined && ipam.sleep_for_race !== 0) {
     throw fail("sleep_for_race", "not supported (a Whereabouts race-reproduction switch); remove it or set 0");
   }
@@ -185,6 +197,22 @@ function checkUnsupported(ipam: IpamInput, sourceOf: SourceOf): void {
   if (present(ipam.allocation_policy) && !POLICIES.includes(ipam.allocation_policy as IpamConfig["policy"])) {
     throw fail("allocation_policy", `unsupported allocation policy (supported: ${POLICIES.join(", ")})`);
   }
+}
+
+/** `node_block_size`: a power of two, at least 4 (each range is checked against it when parsed). */
+function checkNodeBlocks(ipam: IpamInput, sourceOf: SourceOf, warnings: string[]): IpamConfig["nodeBlocks"] {
+  const size = ipam.node_block_size;
+  if (size === undefined) {
+    if (present(ipam.node_name))
+      warnings.push("ipam.node_name is accepted but unused: it names the owner of per-node blocks (node_block_size)");
+    return undefined;
+  }
+  if (size < 4 || !Number.isInteger(Math.log2(size))) {
+    throw configError(7, "ipam.node_block_size", size, "must be a power of two, at least 4 (addresses per block)", {
+      source: sourceOf("node_block_size"),
+    });
+  }
+  return { size, ...(present(ipam.node_name) ? { node: ipam.node_name } : {}) };
 }
 
 /** `datastore` if set; otherwise kubernetes when a kubeconfig is given, etcd when an etcd host is, else file. */

@@ -1,4 +1,4 @@
-import { attachmentKey, type IpamStore, parseRange } from "@ipamkit/core";
+import { attachmentKey, blockLayout, type IpamStore, parseRange } from "@ipamkit/core";
 import { add, type CommandContext, check, del, gc, status } from "./commands.js";
 import { loadIpamConfig } from "./config.js";
 import { checkEnv, parseCniArgs, readEnv } from "./env.js";
@@ -15,6 +15,8 @@ export interface DispatcherOptions {
   stderr: (text: string) => void;
   /** File access for the flat config file. */
   fs: ConfigFs;
+  /** This host's name: the default node name for per-node blocks (`node_block_size`). */
+  hostname?: () => string;
   /** Opens the store the config selects (the edge loads only that one backend). */
   openStore: (config: IpamConfig) => Promise<IpamStore>;
 }
@@ -56,6 +58,8 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
     }
     for (const warning of config.warnings) options.stderr(`ipamkit: warning: ${warning}\n`);
     const ranges = config.ranges.map((spec) => parseRange(spec));
+    if (config.nodeBlocks !== undefined) for (const range of ranges) blockLayout(range, config.nodeBlocks.size);
+    const node = config.nodeBlocks === undefined ? undefined : (config.nodeBlocks.node ?? options.hostname?.());
     const args = parseCniArgs(options.env.CNI_ARGS);
     const store = await options.openStore(config);
     try {
@@ -64,6 +68,7 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
         ranges,
         store,
         args,
+        ...(node === undefined ? {} : { node }),
         stderr: (line) => options.stderr(`ipamkit: ${line}\n`),
         ...(env.containerId !== undefined && env.ifName !== undefined
           ? { key: attachmentKey({ containerId: env.containerId, ifName: env.ifName }) }

@@ -2,6 +2,7 @@ export type { AgentSettings } from "./agent-settings.js";
 export { agentSettings } from "./agent-settings.js";
 export type { CommandContext } from "./commands.js";
 export { ConfigError, loadIpamConfig } from "./config.js";
+export { NODE_NAME } from "./config-schema.js";
 export type { DispatcherOptions } from "./dispatcher.js";
 export { dispatch } from "./dispatcher.js";
 export { checkEnv, ENV_TABLE, parseCniArgs, readEnv } from "./env.js";

@@ -62,6 +62,11 @@ export interface IpamConfig {
    * config is even loaded (see agent-settings.ts); the agent itself ignores it.
    */
   agent: { socket?: string; required: boolean };
+  /**
+   * Per-node blocks (`node_block_size`, `node_name`): each range is served from blocks of `size`
+   * addresses claimed by this node. `node` defaults to the host name the dispatcher is given.
+   */
+  nodeBlocks: { size: number; node?: string } | undefined;
   /** `cni.dev/valid-attachments` for GC. */
   validAttachments: { containerID: string; ifname: string }[] | undefined;
   /** `prevResult` for CHECK (raw). */
