@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import type { IpamConfig } from "@ipamkit/cni";
-import { type IpamStore, StoreConflictError } from "@ipamkit/core";
+import { type IpamStore, StoreConflictError, withAffinityCache } from "@ipamkit/core";
 
 /** Which client a config needs: calls that need the same one share it. */
 export function storeIdentity(config: IpamConfig): string {
@@ -57,7 +57,8 @@ export class StoreCache {
           if (old.users === 0) void this.dispose(old);
         }
       }
-      entry = { store: this.open(config), users: 0, retired: false, family };
+      // Block-affinity claims, once seen, stay true: this long-lived process remembers them (core's withAffinityCache).
+      entry = { store: this.open(config).then(withAffinityCache), users: 0, retired: false, family };
       this.entries.set(identity, entry);
       // a failed open is not cached: the next call tries again
       entry.store.catch(() => this.entries.get(identity) === entry && this.entries.delete(identity));

@@ -1,3 +1,4 @@
+export { withAffinityCache } from "./affinity-cache.js";
 export type {
   AllocateRequest,
   Allocation,
@@ -37,7 +38,15 @@ export { attachmentKey, formatKey, parseKey, sameKey } from "./key.js";
 export type { MemoryStoreOptions } from "./memory-store.js";
 export { createMemoryStore, MEMORY_STORE_NAME } from "./memory-store.js";
 export type { BlockLayout } from "./node-blocks.js";
-export { AFFINITY_IF_NAME, affinityClaimRef, blockLayout, blockPoolRef, blockRange, nodeBlockOrder } from "./node-blocks.js";
+export {
+  AFFINITY_IF_NAME,
+  affinityClaimRef,
+  blockLayout,
+  blockPoolRef,
+  blockRange,
+  isAffinityNetwork,
+  nodeBlockOrder,
+} from "./node-blocks.js";
 export type { PoolInit } from "./pool.js";
 export { Pool } from "./pool.js";
 export type { PoolRecord, ReservationRecord } from "./pool-record.js";

@@ -106,7 +106,14 @@ export function blockPoolRef(network: string, block: Range): PoolRef {
  * the overlapping-range claims of real addresses.
  */
 export function affinityClaimRef(network: string, block: Range): ClaimRef {
-  return { network: network === "" ? "node-blocks" : `${network}-node-blocks`, address: formatBlockAddress(block) };
+  return { network: network === "" ? AFFINITY_NETWORK : `${network}-${AFFINITY_NETWORK}`, address: formatBlockAddress(block) };
+}
+
+const AFFINITY_NETWORK = "node-blocks";
+
+/** True for the networks affinity claims live in; a `network_name` must not be one (it is reserved). */
+export function isAffinityNetwork(network: string): boolean {
+  return network === AFFINITY_NETWORK || network.endsWith(`-${AFFINITY_NETWORK}`);
 }
 
 function formatBlockAddress(block: Range): string {
