@@ -38,7 +38,12 @@ export interface Cluster {
 
 export const POOL_NAMESPACE = "kube-system";
 
-export async function startCluster(kind: StoreKind, nodeCount: number): Promise<Cluster> {
+export interface ClusterOptions {
+  /** Per-node blocks of this many addresses (`node_block_size`); each agent runs with its node's name. */
+  nodeBlockSize?: number;
+}
+
+export async function startCluster(kind: StoreKind, nodeCount: number, options: ClusterOptions = {}): Promise<Cluster> {
   const dir = mkdtempSync(join("/dev/shm", `ipamkit-sim-${kind}-`));
   const server = await startKubeTestServer({ port: 0, historyEvents: 100_000 });
   const kubeconfigPath = join(dir, "kubeconfig");
@@ -70,10 +75,11 @@ export async function startCluster(kind: StoreKind, nodeCount: number): Promise<
           : kind === "kubernetes"
             ? { datastore: "kubernetes", kubernetes: { kubeconfig: kubeconfigPath } }
             : { datastore: "file", data_dir: join(dir, "store") };
-      return { ...store, configuration_path: dir, agent_socket: node.socket, agent_required: true };
+      const blocks = options.nodeBlockSize === undefined ? {} : { node_block_size: options.nodeBlockSize };
+      return { ...store, ...blocks, configuration_path: dir, agent_socket: node.socket, agent_required: true };
     },
     async startAgent(node) {
-      const child = spawn(AGENT, ["--socket", node.socket, "--log-level", process.env.SIM_AGENT_LOG ?? "warn"], {
+      const child = spawn(AGENT, ["--socket", node.socket, "--node-name", node.name, "--log-level", process.env.SIM_AGENT_LOG ?? "warn"], {
         stdio: ["ignore", process.env.SIM_AGENT_LOG ? "inherit" : "ignore", "inherit"],
         env: { PATH: process.env.PATH ?? "" },
       });

@@ -22,6 +22,8 @@ const { values } = parseArgs({
     nodes: { type: "string", default: "100" },
     networks: { type: "string", default: "1,10" },
     concurrency: { type: "string", default: "32" },
+    /** Per-node blocks of this many addresses (node_block_size) on the shared stores (etcd, kubernetes). */
+    "node-block-size": { type: "string" },
     out: { type: "string" },
     /** Also measure ADD latency against concurrency and draw it (SVG). */
     svg: { type: "string" },
@@ -42,26 +44,29 @@ function storeFor(cluster: Cluster): IpamStore {
 }
 
 const lines = [
-  "| store | nodes | networks/pod | phase | s | ADDs | ADD p50 ms | ADD p99 ms | failed | conflicts | IPs held twice | lost | leaked | reconciler released |",
-  "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  "| store | nodes | blocks | networks/pod | phase | s | ADDs | ADD p50 ms | ADD p99 ms | failed | conflicts | IPs held twice | lost | leaked | reconciler released |",
+  "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
 ];
 let bad = 0;
 for (const kind of stores) {
   for (const networks of networksList) {
     const nodeCount = kind === "file" ? 1 : nodes;
-    const cluster = await startCluster(kind, nodeCount);
+    const blockSize = kind === "file" || values["node-block-size"] === undefined ? undefined : Number(values["node-block-size"]);
+    const cluster = await startCluster(kind, nodeCount, blockSize === undefined ? {} : { nodeBlockSize: blockSize });
     const store = storeFor(cluster);
     try {
       await limited(
         8,
         cluster.nodes.map((node) => () => cluster.startAgent(node)),
       );
-      process.stderr.write(`sim: ${kind}, ${nodeCount} nodes, ${pods} pods × ${networks} networks, ${concurrency} CNI calls at once\n`);
+      process.stderr.write(
+        `sim: ${kind}, ${nodeCount} nodes, ${pods} pods × ${networks} networks, ${concurrency} CNI calls at once${blockSize === undefined ? "" : `, blocks of ${blockSize}`}\n`,
+      );
       const results: PhaseResult[] = await runScenario(cluster, { pods, networks, concurrency, store });
       for (const r of results) {
         const leaked =
           r.leakedBeforeReconcile === undefined ? `${r.audit.leaked}` : `${r.audit.leaked} (${r.leakedBeforeReconcile} before)`;
-        const line = `| ${kind} | ${nodeCount} | ${networks} | ${r.phase} | ${r.seconds.toFixed(1)} | ${r.adds} | ${r.addP50.toFixed(0)} | ${r.addP99.toFixed(0)} | ${r.failed} | ${r.conflicts} | ${r.audit.heldTwice} | ${r.audit.lost} | ${leaked} | ${r.reconciled ?? "-"} |`;
+        const line = `| ${kind} | ${nodeCount} | ${blockSize ?? "-"} | ${networks} | ${r.phase} | ${r.seconds.toFixed(1)} | ${r.adds} | ${r.addP50.toFixed(0)} | ${r.addP99.toFixed(0)} | ${r.failed} | ${r.conflicts} | ${r.audit.heldTwice} | ${r.audit.lost} | ${leaked} | ${r.reconciled ?? "-"} |`;
         lines.push(line);
         process.stderr.write(`${line}\n`);
         if (r.audit.heldTwice + r.audit.lost + r.audit.leaked + r.failed > 0) bad++;
