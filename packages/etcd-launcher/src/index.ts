@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 /**
- * Starts Debian's etcd (package etcd-server) on 127.0.0.1 with free ports and a temporary data
+ * Starts Debian's etcd (package etcd-server), or the binary given, on 127.0.0.1 with free ports and a temporary data
  * dir (on /dev/shm when there is one) for tests and benchmarks. Never listens anywhere else.
  */
 export interface EtcdInstance {
@@ -29,6 +29,8 @@ export interface StartEtcdOptions {
   tls?: { ca: string; cert: string; key: string; clientCert: string; clientKey: string };
   /** How long to wait for health. Default 15 s. */
   timeoutMs?: number;
+  /** The etcd binary to run (e.g. one built by test-infra/kube-apiserver). Default: Debian's. */
+  binary?: string;
 }
 
 const INSTALL_HINT =
@@ -85,7 +87,7 @@ async function healthy(endpoint: string, deadline: number, tls: StartEtcdOptions
 }
 
 export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdInstance> {
-  const binary = etcdBinary();
+  const binary = options.binary ?? etcdBinary();
   const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
   const dataDir = mkdtempSync(join(base, "ipamkit-etcd-"));
   const [client, peer] = [await freePort(), await freePort()];
