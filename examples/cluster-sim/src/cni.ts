@@ -71,3 +71,25 @@ export function quantile(xs: readonly number[], q: number): number {
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 }
+
+/** A CNI plugin that does nothing: reads its stdin, answers `{}` — the cost of the process alone. */
+const NOOP = "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>process.stdout.write('{}'))";
+
+/**
+ * The floor of a phase on this machine: `calls` no-op Node processes (fed the same stdin), at most
+ * `concurrency` at once. No IPAM can make a phase of that many CNI calls faster.
+ */
+export async function processFloor(calls: number, concurrency: number, conf: string): Promise<number> {
+  const started = performance.now();
+  await limited(
+    concurrency,
+    Array.from({ length: calls }, () => async () => {
+      await new Promise<void>((resolve) => {
+        const child = spawn(process.execPath, ["-e", NOOP], { stdio: ["pipe", "ignore", "ignore"], env: { PATH: process.env.PATH ?? "" } });
+        child.on("close", () => resolve());
+        child.stdin.end(conf);
+      });
+    }),
+  );
+  return (performance.now() - started) / 1000;
+}

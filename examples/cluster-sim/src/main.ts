@@ -6,7 +6,7 @@ import { createEtcdStore } from "@ipamkit/storage-etcd";
 import { createFileStore } from "@ipamkit/storage-file";
 import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
 import { type Cluster, POOL_NAMESPACE, type StoreKind, startCluster } from "./cluster.js";
-import { limited } from "./cni.js";
+import { limited, processFloor } from "./cni.js";
 import { type PhaseResult, runScenario } from "./scenario.js";
 import { lineChart, type Series } from "./svg.js";
 import { sweep } from "./sweep.js";
@@ -48,6 +48,18 @@ const lines = [
   "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
 ];
 let bad = 0;
+// What the machine alone costs: as many no-op Node processes as a phase's CNI calls.
+const floorConf = JSON.stringify({
+  cniVersion: "1.1.0",
+  name: "net-0",
+  type: "macvlan",
+  ipam: { type: "ipamkit", range: "10.100.0.0/20" },
+});
+const floors = [pods, 2 * pods];
+const floorSeconds: number[] = [];
+for (const calls of floors) floorSeconds.push(await processFloor(calls, concurrency, floorConf));
+const floorLine = floors.map((calls, i) => `${calls} no-op Node processes: ${floorSeconds[i]?.toFixed(1)} s`).join("; ");
+process.stderr.write(`sim: floor (${concurrency} at once): ${floorLine}\n`);
 for (const kind of stores) {
   for (const networks of networksList) {
     const nodeCount = kind === "file" ? 1 : nodes;
@@ -114,7 +126,7 @@ if (values.svg !== undefined) {
   );
   lines.push("", ...sweepLines);
 }
-const text = `${lines.join("\n")}\n\n${concurrency} CNI processes at most at once, node ${process.version}, ${new Date().toISOString()}\n`;
+const text = `${lines.join("\n")}\n\nFloor of this machine (${concurrency} at once): ${floorLine}.\n${concurrency} CNI processes at most at once, node ${process.version}, ${new Date().toISOString()}\n`;
 process.stdout.write(text);
 if (values.out !== undefined) writeFileSync(values.out, text);
 process.exitCode = bad === 0 ? 0 : 1;
