@@ -4,6 +4,7 @@ import { registerAllocationCases } from "./allocation-cases.js";
 import { registerBlockCases } from "./block-cases.js";
 import { registerCasCases, registerCommitCases, registerEntryCases } from "./cas-cases.js";
 import { registerConcurrencyCases } from "./concurrency-cases.js";
+import { registerModelCases } from "./model-cases.js";
 import type { ConformanceOptions } from "./options.js";
 import { registerOverlapCases } from "./overlap-cases.js";
 
@@ -41,6 +42,7 @@ export function describeStoreConformance(options: ConformanceOptions): void {
     describe("overlapping ranges", () => registerOverlapCases(ctx));
     describe("concurrency", () => registerConcurrencyCases(ctx));
     describe("per-node blocks", () => registerBlockCases(ctx));
+    describe("model-based random operations", () => registerModelCases(ctx));
     if (options.extra !== undefined) describe("backend-specific", () => options.extra?.(ctx.store));
   });
 }
