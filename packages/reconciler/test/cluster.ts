@@ -1,10 +1,13 @@
 import { createIpam, type Ipam, type IpamStore, parseRange } from "@ipamkit/core";
+import { binaryPaths, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { type KubeTestServer, startKubeTestServer } from "@ipamkit/kube-test-server";
 import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
-import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { createKubernetesPodSource, type PodSource } from "../src/pod-source.js";
 
 export const POOL_NS = "kube-system";
+/** The namespace of the leader-election Lease in the tests. */
+export const LEASE_NS = "ipam";
 export const range = parseRange({ range: "10.1.0.0/24" });
 /** A clock an hour back, so that reservations made "then" are past the grace period. */
 export const anHourAgo = () => new Date(Date.now() - 3_600_000);
@@ -18,9 +21,10 @@ export interface PodSpec {
   evictedByTaintManager?: boolean;
 }
 
-/** A test cluster: the strict test API server, the Kubernetes store on it, and its pods. */
+/** A test cluster: an API server (the strict stand-in or a real one), the Kubernetes store on it, and its pods. */
 export interface Cluster {
-  server: KubeTestServer;
+  /** The stand-in, for fault injection; undefined on a real kube-apiserver (which cannot fail on demand). */
+  server: KubeTestServer | undefined;
   kubeConfig: KubeConfig;
   store: IpamStore;
   pods: PodSource;
@@ -40,10 +44,15 @@ export function networkStatus(ips: string[]): string {
   ]);
 }
 
+/** A fresh cluster on the strict test API server (a new server each time). */
 export async function startCluster(): Promise<Cluster> {
   const server = await startKubeTestServer({ port: 0 });
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(server.kubeconfig({ namespace: POOL_NS }));
+  return clusterOn(kubeConfig, server, () => server.close());
+}
+
+function clusterOn(kubeConfig: KubeConfig, server: KubeTestServer | undefined, closeServer: () => Promise<void>): Cluster {
   const store = createKubernetesStore({ kubeconfig: kubeConfig, whereaboutsCompatible: false });
   const pods = createKubernetesPodSource({ kubeConfig, pageSize: 3 });
   const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -83,7 +92,60 @@ export async function startCluster(): Promise<Cluster> {
     async close() {
       pods.close();
       await store.close();
-      await server.close();
+      await closeServer();
     },
   };
+}
+
+/** An API server a suite runs on; `cluster()` hands out a fresh, empty cluster on it for each test. */
+export interface ClusterTarget {
+  readonly name: string;
+  /** True on the stand-in, whose faults can be injected (`cluster.server.failNext`). */
+  readonly faults: boolean;
+  open(): Promise<{ cluster(): Promise<Cluster>; close(): Promise<void> }>;
+}
+
+const testServerTarget: ClusterTarget = {
+  name: "kube-test-server",
+  faults: true,
+  async open() {
+    return { cluster: startCluster, close: async () => {} };
+  },
+};
+
+const WHEREABOUTS = { group: "whereabouts.cni.cncf.io", version: "v1alpha1", namespace: POOL_NS };
+
+/**
+ * A real kube-apiserver, started once per file (a start costs seconds): each cluster() first
+ * empties it — the pods of namespace `ns`, the Whereabouts objects of kube-system and the Leases
+ * of namespace `ipam`.
+ */
+const realApiserverTarget: ClusterTarget = {
+  name: `kube-apiserver ${binaryPaths().kubernetesVersion}`,
+  faults: false,
+  async open() {
+    const server = await startKubeApiserver({ namespace: POOL_NS, namespaces: ["ns", LEASE_NS] });
+    const core = server.kubeConfig.makeApiClient(CoreV1Api);
+    const custom = server.kubeConfig.makeApiClient(CustomObjectsApi);
+    const coordination = server.kubeConfig.makeApiClient(CoordinationV1Api);
+    return {
+      async cluster() {
+        await core.deleteCollectionNamespacedPod({ namespace: "ns", gracePeriodSeconds: 0 });
+        for (const plural of ["ippools", "overlappingrangeipreservations"])
+          await custom.deleteCollectionNamespacedCustomObject({ ...WHEREABOUTS, plural });
+        await coordination.deleteCollectionNamespacedLease({ namespace: LEASE_NS });
+        return clusterOn(server.kubeConfig, undefined, async () => {});
+      },
+      close: () => server.stop(),
+    };
+  },
+};
+
+/** The stand-in and a real kube-apiserver: the same tests run on both. */
+export const clusterTargets = (): ClusterTarget[] => [testServerTarget, realApiserverTarget];
+
+/** The stand-in behind `cluster`, for fault injection; throws on a real kube-apiserver. */
+export function standIn(cluster: Cluster): KubeTestServer {
+  if (cluster.server === undefined) throw new Error("fault injection needs the kube-test-server target");
+  return cluster.server;
 }

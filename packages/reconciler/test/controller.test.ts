@@ -2,7 +2,7 @@ import { attachmentKey } from "@ipamkit/core";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { type PodControllerOptions, runPodController } from "../src/controller.js";
 import type { ReconcileReport } from "../src/reconcile.js";
-import { type Cluster, range, startCluster } from "./cluster.js";
+import { type Cluster, range, standIn, startCluster } from "./cluster.js";
 
 const key = (containerId: string) => attachmentKey({ containerId, ifName: "net1" });
 const pool = { network: "", cidr: range.cidr.text };
@@ -95,7 +95,7 @@ it("keeps watching across server-side watch timeouts", async () => {
 
 it("a failing pass is reported and the controller goes on", async () => {
   await cluster.oldIpam.allocate({ ranges: [range], key: key("x"), podRef: "ns/x" });
-  cluster.server.failNext({
+  standIn(cluster).failNext({
     method: "GET",
     pathPrefix: "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/ippools",
     status: 503,

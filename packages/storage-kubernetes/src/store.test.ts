@@ -20,6 +20,7 @@ for (const target of kubeTargets()) {
 
     describeStoreConformance({
       name: "storage-kubernetes",
+      ...(target.concurrency === undefined ? {} : { concurrency: target.concurrency }),
       create: async () => {
         const namespace = await env.namespace();
         // The contract holds every offset exactly; Whereabouts-readability (≥ 2^63 refused) is tested apart.

@@ -1,11 +1,13 @@
 import { readFileSync } from "node:fs";
+import { binaryPaths, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { startKubeTestServer } from "@ipamkit/kube-test-server";
 import { ApiextensionsV1Api, CoreV1Api, KubeConfig, loadAllYaml } from "@kubernetes/client-node";
 
 /**
  * Where the Kubernetes suites run: always the project's strict test API server (in-process, real
- * HTTP); also a real cluster when KUBECONFIG is set. There each test gets a fresh namespace, created
- * and deleted by the run, and the project's CRDs are installed if missing.
+ * HTTP) and a real kube-apiserver on a real etcd (@ipamkit/kube-apiserver-launcher; it fails, never
+ * skips, when its binaries are not built); also a real cluster when KUBECONFIG is set. On the real
+ * servers each test gets a fresh namespace, created by the run, and the project's CRDs are installed.
  */
 export interface KubeEnv {
   readonly kubeConfig: KubeConfig;
@@ -16,6 +18,8 @@ export interface KubeEnv {
 
 export interface KubeTarget {
   readonly name: string;
+  /** Allocators × allocations of the conformance suite's concurrency case (default 32 × 20). */
+  readonly concurrency?: { allocators: number; each: number };
   start(): Promise<KubeEnv>;
 }
 
@@ -29,6 +33,27 @@ const testServer: KubeTarget = {
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromString(server.kubeconfig());
     return { kubeConfig, namespace: async () => fresh(), close: () => server.close() };
+  },
+};
+
+/** A real kube-apiserver started for the suite: the same tests, the same CRDs, nothing stubbed. */
+const realApiserver: KubeTarget = {
+  name: `kube-apiserver ${binaryPaths().kubernetesVersion}`,
+  // every conflicting write is a real HTTPS round trip through admission and etcd: 32 × 20 on one
+  // pool takes minutes there, 16 × 5 still meets hundreds of 409s
+  concurrency: { allocators: 16, each: 5 },
+  async start() {
+    const server = await startKubeApiserver();
+    const core = server.kubeConfig.makeApiClient(CoreV1Api);
+    return {
+      kubeConfig: server.kubeConfig,
+      async namespace() {
+        const name = fresh();
+        await core.createNamespace({ body: { metadata: { name } } });
+        return name;
+      },
+      close: () => server.stop(),
+    };
   },
 };
 
@@ -78,7 +103,7 @@ export function kubeTargets(): KubeTarget[] {
   const path = process.env.KUBECONFIG;
   if (path === undefined || path === "") {
     console.info("[storage-kubernetes] KUBECONFIG is not set: the real-cluster suites are not registered (only the test server runs)");
-    return [testServer];
+    return [testServer, realApiserver];
   }
-  return [testServer, realCluster(path)];
+  return [testServer, realApiserver, realCluster(path)];
 }
