@@ -53,7 +53,10 @@ function checkTypeMeta(object: KubeObject, kind: KindSpec): void {
   if (k === undefined || k === "") throw badRequest(`Object 'Kind' is missing in '${preview(object)}'`);
   if (apiVersion !== kind.apiVersion)
     throw badRequest(`the API version in the data (${apiVersion ?? ""}) does not match the expected API version (${kind.apiVersion})`);
-  if (k !== kind.kind) throw badRequest(`the kind in the data (${k}) does not match the expected kind (${kind.kind})`);
+  if (k !== kind.kind) {
+    const name = isObject(object.metadata) && typeof object.metadata.name === "string" ? object.metadata.name : "";
+    throw invalidError(kind.group, k, name, [invalidValue("kind", k, `must be ${kind.kind}`)]);
+  }
 }
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -86,7 +89,9 @@ function decodeStrict(value: Json, options: DecodeOptions): Decoded {
   object.kind = kind.kind;
   checkMetadataTypes(object, kind);
   meta(object);
-  const dropped = prune(object, kind.schema).map((path) => `unknown field "${path}"`);
+  const dropped = prune(object, kind.schema)
+    .sort()
+    .map((path) => `unknown field "${path}"`);
   const mode = options.fieldValidation ?? "Warn";
   if (!["Strict", "Warn", "Ignore"].includes(mode))
     throw badRequest(`fieldValidation: Unsupported value: "${mode}": supported values: "Ignore", "Strict", "Warn"`);

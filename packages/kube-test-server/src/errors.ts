@@ -74,7 +74,7 @@ export function qualifiedKind(r: ResourceName): string {
   return r.group === "" ? r.kind : `${r.kind}.${r.group}`;
 }
 
-function resourceDetails(r: ResourceName, name: string): StatusDetails {
+export function resourceDetails(r: ResourceName, name: string): StatusDetails {
   return { name, ...(r.group === "" ? {} : { group: r.group }), kind: r.plural };
 }
 
@@ -95,6 +95,15 @@ export function alreadyExists(r: ResourceName, name: string, beingDeleted = fals
 
 export function conflict(r: ResourceName, name: string, why: string = OPTIMISTIC_LOCK_MESSAGE): ApiError {
   return fail(409, `Operation cannot be fulfilled on ${qualifiedResource(r)} "${name}": ${why}`, "Conflict", resourceDetails(r, name));
+}
+
+/** A failed DELETE precondition (storage.NewInvalidObjError via the registry): named by Kind, details.kind is the Kind. */
+export function preconditionFailed(r: ResourceName, name: string, why: string): ApiError {
+  return fail(409, `Operation cannot be fulfilled on ${qualifiedKind(r)} "${name}": ${why}`, "Conflict", {
+    name,
+    ...(r.group === "" ? {} : { group: r.group }),
+    kind: r.kind,
+  });
 }
 
 export function badRequest(message: string): ApiError {
@@ -173,11 +182,13 @@ function defaultReason(code: number): string | undefined {
 
 export type FieldErrorType = "Required value" | "Invalid value" | "Forbidden" | "Too long" | "Unsupported value" | "Duplicate value";
 
-/** A value as Go's `%#v`/`%q` prints it; `{ raw }` is printed verbatim (e.g. `0x0` for a uint64 zero). */
+/** A value as Go's `%#v`/`%q` prints it; `{ raw }` is printed verbatim (e.g. `0` for a uint64 zero). */
 export type FieldValue = string | number | boolean | null | { raw: string };
 
 export interface FieldError {
   type: FieldErrorType;
+  /** The cause's reason when it is not the type's usual one (field.TypeInvalid prints "Invalid value" but is FieldValueTypeInvalid). */
+  cause?: string;
   field: string;
   value?: FieldValue;
   detail?: string;
@@ -223,6 +234,6 @@ export function invalid(group: string, kind: string, name: string, errors: reado
     ...(name === "" ? {} : { name }),
     ...(group === "" ? {} : { group }),
     ...(kind === "" ? {} : { kind }),
-    causes: errors.map((e) => ({ reason: CAUSE_TYPES[e.type], message: errorBody(e), field: e.field })),
+    causes: errors.map((e) => ({ reason: e.cause ?? CAUSE_TYPES[e.type], message: errorBody(e), field: e.field })),
   });
 }

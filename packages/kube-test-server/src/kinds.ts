@@ -45,6 +45,8 @@ export interface KindSpec extends ServedKind {
   prepareForUpdate?(object: KubeObject, old: KubeObject, subresource: string | undefined): void;
   validate?(object: KubeObject): FieldError[];
   validateUpdate?(object: KubeObject, old: KubeObject, subresource: string | undefined): FieldError[];
+  /** DELETE answers the deleted object (pods) rather than a Success Status (the generic registry's default). */
+  readonly returnDeletedObject?: boolean;
   /** Graceful deletion: seconds to wait for a DELETE (0 = delete at once). */
   deletionGracePeriod?(object: KubeObject, requested: number | undefined): number;
 }

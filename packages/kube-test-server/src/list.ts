@@ -13,7 +13,7 @@ export interface Selection {
 
 export function selection(kind: KindSpec, namespace: string | undefined, query: URLSearchParams, name?: string): Selection {
   const labels = parseLabelSelector(query.get("labelSelector") ?? "");
-  const fields = parseFieldSelector(query.get("fieldSelector") ?? "", kind.fieldSelectors, kind.builtIn);
+  const fields = parseFieldSelector(query.get("fieldSelector") ?? "", kind.fieldSelectors);
   return {
     filtered: labels.length > 0 || fields.length > 0,
     matches: (object) => {
@@ -103,6 +103,8 @@ export function listObjects(store: ObjectStore, kind: KindSpec, namespace: strin
   const last = page[page.length - 1];
   const more = limit > 0 && matching.length > limit && last !== undefined;
   const metadata: JsonObject = { resourceVersion: String(rv) };
+  // a custom resource list (unstructured) always carries continue, "" on the last page; typed lists omit it
+  if (!kind.builtIn) metadata.continue = "";
   if (more) {
     metadata.continue = encodeToken({ v: "meta.k8s.io/v1", rv, start: objectKey(last) });
     if (!select.filtered) metadata.remainingItemCount = matching.length - page.length;

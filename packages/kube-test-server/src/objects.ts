@@ -10,8 +10,10 @@ import {
   namespaceNotFound,
   notFound,
   plainError,
+  preconditionFailed,
+  resourceDetails,
 } from "./errors.js";
-import { clone, deepEqual, isObject, type Json, type KubeObject, meta, str } from "./json.js";
+import { clone, deepEqual, isObject, type Json, type JsonObject, type KubeObject, meta, str } from "./json.js";
 import type { KindSpec } from "./kinds.js";
 import { rfc3339 } from "./microtime.js";
 import { applyPatch } from "./patch.js";
@@ -127,8 +129,13 @@ function checkName(object: KubeObject, name: string): void {
   if (actual !== name) throw badRequest(`the name of the object (${actual}) does not match the name on the URL (${name})`);
 }
 
-const uidPrecondition = (kind: KindSpec, name: string, expected: string, actual: string) =>
-  conflict(kind, name, `Precondition failed: UID in precondition: ${expected}, UID in object meta: ${actual}`);
+/** A PUT whose uid differs: the storage layer's precondition error, passed through with its etcd key. */
+const uidPrecondition = ({ kind, namespace, name }: Target, expected: string, actual: string) =>
+  conflict(
+    kind,
+    name,
+    `StorageError: invalid object, Code: 4, Key: /registry/${kind.group === "" || kind.builtIn ? "" : `${kind.group}/`}${kind.plural}/${namespace}/${name}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: ${expected}, UID in object meta: ${actual}`,
+  );
 
 /** The update flow shared by PUT and PATCH: resourceVersion check, server-owned fields kept, validation, no-op detection. */
 function update(registry: Registry, target: Target, existing: KubeObject, incoming: KubeObject, fromPatch: boolean): KubeObject {
@@ -140,7 +147,7 @@ function update(registry: Registry, target: Target, existing: KubeObject, incomi
   if (requested === "") {
     if (!kind.allowUnconditionalUpdate && !fromPatch)
       throw invalid(kind.group, kind.plural, name, [
-        invalidValue("metadata.resourceVersion", { raw: "0x0" }, "must be specified for an update"),
+        invalidValue("metadata.resourceVersion", { raw: "0" }, "must be specified for an update"),
       ]);
   } else if (requested !== str(old, "resourceVersion")) throw conflict(kind, name);
 
@@ -191,10 +198,10 @@ export function replaceObject(registry: Registry, target: Target, body: Json, op
   const existing = registry.store.get(kind.plural, target.namespace, name);
   if (existing === undefined) {
     if (target.subresource !== undefined || !kind.allowCreateOnUpdate) throw notFound(kind, name);
-    if (uid !== "") throw uidPrecondition(kind, name, uid, "");
+    if (uid !== "") throw uidPrecondition(target, uid, "");
     return { code: 201, object: insert(registry, kind, object, false), warnings };
   }
-  if (uid !== "" && uid !== str(meta(existing), "uid")) throw uidPrecondition(kind, name, uid, str(meta(existing), "uid"));
+  if (uid !== "" && uid !== str(meta(existing), "uid")) throw uidPrecondition(target, uid, str(meta(existing), "uid"));
   return { code: 200, object: update(registry, target, existing, object, false), warnings };
 }
 
@@ -231,12 +238,17 @@ export function deleteObject(registry: Registry, target: Target, options: Delete
   const existing = getObject(registry, target);
   const old = meta(existing);
   const { uid, resourceVersion } = options.preconditions ?? {};
-  if (uid !== undefined && uid !== str(old, "uid")) throw uidPrecondition(kind, name, uid, str(old, "uid"));
-  if (resourceVersion !== undefined && resourceVersion !== str(old, "resourceVersion"))
-    throw conflict(
+  if (uid !== undefined && uid !== str(old, "uid"))
+    throw preconditionFailed(
       kind,
       name,
-      `Precondition failed: ResourceVersion in precondition: ${resourceVersion}, ResourceVersion in object meta: ${str(old, "resourceVersion")}`,
+      `the UID in the precondition (${uid}) does not match the UID in record (${str(old, "uid")}). The object might have been deleted and then recreated`,
+    );
+  if (resourceVersion !== undefined && resourceVersion !== str(old, "resourceVersion"))
+    throw preconditionFailed(
+      kind,
+      name,
+      `the ResourceVersion in the precondition (${resourceVersion}) does not match the ResourceVersion in record (${str(old, "resourceVersion")}). The object might have been modified`,
     );
   const grace = kind.deletionGracePeriod?.(existing, options.gracePeriodSeconds) ?? 0;
   const current = typeof old.deletionGracePeriodSeconds === "number" ? old.deletionGracePeriodSeconds : undefined;
@@ -250,7 +262,18 @@ export function deleteObject(registry: Registry, target: Target, options: Delete
     return { code: 200, object: markDeleting(registry, kind, existing, 0), warnings: [] };
   }
   const event = registry.store.write(kind.plural, "DELETED", existing, (rv) => deletion(withResourceVersion(clone(existing), rv)));
-  return { code: 200, object: event.object, warnings: [] };
+  if (kind.returnDeletedObject !== true) {
+    // the generic registry answers a Status for an immediate deletion (custom resources, leases)
+    const details = { ...(resourceDetails(kind, name) as JsonObject), uid: str(old, "uid") };
+    return { code: 200, object: { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details }, warnings: [] };
+  }
+  // pods answer the object as BeforeDelete left it: deletionTimestamp now, grace 0, generation bumped once
+  const answered = clone(event.object);
+  const m = meta(answered);
+  if (!deleting && typeof old.generation === "number" && old.generation > 0) m.generation = old.generation + 1;
+  m.deletionTimestamp = rfc3339(registry.now());
+  m.deletionGracePeriodSeconds = 0;
+  return { code: 200, object: answered, warnings: [] };
 }
 
 /** DeleteOptions from the query and (overriding) a JSON body. */

@@ -181,5 +181,6 @@ export const PODS: KindSpec = {
   prepareForUpdate,
   validate,
   validateUpdate,
+  returnDeletedObject: true,
   deletionGracePeriod,
 };

@@ -75,12 +75,14 @@ function typeMatches(value: Json, type: Schema["type"]): boolean {
 export function schemaErrors(value: Json, schema: Schema, path = ""): FieldError[] {
   if (!typeMatches(value, schema.type)) {
     const actual = jsonType(value);
-    return [invalidValue(path, actual, `${path} in body must be of type ${schema.type}: "${actual}"`)];
+    return [
+      { ...invalidValue(path, actual, `${path} in body must be of type ${schema.type}: "${actual}"`), cause: "FieldValueTypeInvalid" },
+    ];
   }
   const errors: FieldError[] = [];
   if (schema.type === "object" && isObject(value)) {
     for (const key of schema.required ?? []) if (value[key] === undefined) errors.push(required(join(path, key)));
-    for (const [key, child] of Object.entries(value)) {
+    for (const [key, child] of Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       const childSchema = schema.properties?.[key] ?? schema.additionalProperties;
       if (childSchema !== undefined) errors.push(...schemaErrors(child, childSchema, join(path, key)));
     }

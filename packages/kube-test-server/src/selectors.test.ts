@@ -42,19 +42,19 @@ describe("label selectors", () => {
 describe("field selectors", () => {
   const fields = ["metadata.name", "spec.nodeName"];
   it("unescape values and keep the first operator", () => {
-    expect(parseFieldSelector("metadata.name=a\\,b,spec.nodeName!=n\\=1", fields, true)).toEqual([
+    expect(parseFieldSelector("metadata.name=a\\,b,spec.nodeName!=n\\=1", fields)).toEqual([
       { field: "metadata.name", operator: "=", value: "a,b" },
       { field: "spec.nodeName", operator: "!=", value: "n=1" },
     ]);
-    const selector = parseFieldSelector("metadata.name==x", fields, true);
+    const selector = parseFieldSelector("metadata.name==x", fields);
     expect(matchesFields(selector, () => "x")).toBe(true);
     expect(matchesFields(selector, () => "y")).toBe(false);
   });
 
   it("refuse unknown fields, bad escapes and terms without an operator", () => {
-    expect(() => parseFieldSelector("status.phase=Running", fields, true)).toThrow("field label not supported: status.phase");
-    expect(() => parseFieldSelector("metadata.name=a\\b", fields, true)).toThrow(ApiError);
-    expect(() => parseFieldSelector("metadata.name", fields, true)).toThrow(ApiError);
+    expect(() => parseFieldSelector("status.phase=Running", fields)).toThrow("field label not supported: status.phase");
+    expect(() => parseFieldSelector("metadata.name=a\\b", fields)).toThrow(ApiError);
+    expect(() => parseFieldSelector("metadata.name", fields)).toThrow(ApiError);
   });
 });
 

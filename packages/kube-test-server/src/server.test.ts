@@ -4,14 +4,14 @@ import { join } from "node:path";
 import { CustomObjectsApi, KubeConfig, KubernetesObjectApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_MAX_OBJECT_BYTES, SERVED_KINDS, startKubeTestServer } from "./index.js";
-import { API_VERSION, failure, type Harness, ippool, ippools, metadataOf, NS, raw, startHarness } from "./test-support.js";
+import { API_VERSION, failure, type Harness, ippool, ippools, metadataOf, NS, raw, standIn, startHarness } from "./test-support.js";
 
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness({ maxObjectBytes: 4096 });
 });
 afterAll(async () => {
-  await h.server.close();
+  await h.close();
 });
 
 describe("HTTP surface", () => {
@@ -22,25 +22,25 @@ describe("HTTP surface", () => {
       `/apis/${API_VERSION}/namespaces/${NS}/widgets`,
       `/apis/${API_VERSION}/namespaces/${NS}/ippools/x/status`,
     ]) {
-      const response = await raw(h.server, "GET", path);
+      const response = await raw(h, "GET", path);
       expect(response.status).toBe(404);
       expect(response.headers.get("content-type")).toBe("application/json");
       expect(response.body).toMatchObject({ kind: "Status", reason: "NotFound", code: 404 });
     }
-    const post = await raw(h.server, "POST", `/apis/${API_VERSION}/namespaces/${NS}/ippools/x`, ippool("x"));
+    const post = await raw(h, "POST", `/apis/${API_VERSION}/namespaces/${NS}/ippools/x`, ippool("x"));
     expect(post.status).toBe(405);
     expect(post.body).toMatchObject({ kind: "Status", reason: "MethodNotAllowed", code: 405 });
-    expect((await raw(h.server, "DELETE", `/apis/${API_VERSION}/namespaces/${NS}/ippools`)).status).toBe(405);
-    const created = await raw(h.server, "POST", `/apis/${API_VERSION}/namespaces/${NS}/ippools`, ippool("json"));
+    expect((await raw(h, "DELETE", `/apis/${API_VERSION}/namespaces/${NS}/ippools`)).status).toBe(405);
+    const created = await raw(h, "POST", `/apis/${API_VERSION}/namespaces/${NS}/ippools`, ippool("json"));
     expect(created.headers.get("content-type")).toBe("application/json");
   });
 
   it("serves discovery: /version, /api, /apis and the group versions (client-node's KubernetesObjectApi resolves kinds with it)", async () => {
-    expect((await raw(h.server, "GET", "/version")).body).toMatchObject({ major: "1", gitVersion: expect.any(String) });
-    expect((await raw(h.server, "GET", "/api")).body).toMatchObject({ kind: "APIVersions", versions: ["v1"] });
-    const groups = (await raw(h.server, "GET", "/apis")).body as { groups: { name: string }[] };
+    expect((await raw(h, "GET", "/version")).body).toMatchObject({ major: "1", gitVersion: expect.any(String) });
+    expect((await raw(h, "GET", "/api")).body).toMatchObject({ kind: "APIVersions", versions: ["v1"] });
+    const groups = (await raw(h, "GET", "/apis")).body as { groups: { name: string }[] };
     expect(groups.groups.map((g) => g.name).sort()).toEqual(["coordination.k8s.io", "whereabouts.cni.cncf.io"]);
-    const core = (await raw(h.server, "GET", "/api/v1")).body as { resources: { name: string }[] };
+    const core = (await raw(h, "GET", "/api/v1")).body as { resources: { name: string }[] };
     expect(core.resources.map((r) => r.name)).toEqual(["pods", "pods/status"]);
     const objects = KubernetesObjectApi.makeApiClient(h.kubeConfig);
     const created = await objects.create({
@@ -55,7 +55,7 @@ describe("HTTP surface", () => {
 
   it("refuses request bodies over 3 MiB with 413", async () => {
     const huge = ippool("huge", { metadata: { annotations: { big: "x".repeat(3 * 1024 * 1024) } } });
-    const response = await raw(h.server, "POST", `/apis/${API_VERSION}/namespaces/${NS}/ippools`, huge);
+    const response = await raw(h, "POST", `/apis/${API_VERSION}/namespaces/${NS}/ippools`, huge);
     expect(response.status).toBe(413);
     expect(response.body).toMatchObject({ reason: "RequestEntityTooLarge", message: "Request entity too large: limit is 3145728" });
   });
@@ -70,7 +70,7 @@ describe("HTTP surface", () => {
       });
     let fits = 0;
     for (let count = 1; ; count++) {
-      const response = await raw(h.server, "POST", `/apis/${API_VERSION}/namespaces/size/ippools`, withAllocations(count));
+      const response = await raw(h, "POST", `/apis/${API_VERSION}/namespaces/size/ippools`, withAllocations(count));
       if (response.status !== 201) {
         expect(response.status).toBe(500);
         expect(response.body).toEqual({
@@ -88,7 +88,7 @@ describe("HTTP surface", () => {
       await h.custom.deleteNamespacedCustomObject({ ...ippools("size"), name: "sized" });
     }
     expect(fits).toBeGreaterThan(10);
-    const stored = await raw(h.server, "POST", `/apis/${API_VERSION}/namespaces/size/ippools`, withAllocations(fits));
+    const stored = await raw(h, "POST", `/apis/${API_VERSION}/namespaces/size/ippools`, withAllocations(fits));
     expect(stored.status).toBe(201);
     const grown = await failure(
       h.custom.replaceNamespacedCustomObject({
@@ -102,8 +102,8 @@ describe("HTTP surface", () => {
   });
 
   it("injects a fault once (failNext) and counts requests by verb and status (stats)", async () => {
-    const before = h.server.stats();
-    h.server.failNext({
+    const before = standIn(h).stats();
+    standIn(h).failNext({
       method: "GET",
       pathPrefix: `/apis/${API_VERSION}/namespaces/${NS}/ippools/`,
       status: 503,
@@ -112,7 +112,7 @@ describe("HTTP surface", () => {
     const injected = await failure(h.custom.getNamespacedCustomObject({ ...ippools(), name: "json" }));
     expect(injected).toMatchObject({ code: 503, status: { reason: "ServiceUnavailable", message: "etcd is down" } });
     await h.custom.getNamespacedCustomObject({ ...ippools(), name: "json" });
-    const after = h.server.stats();
+    const after = standIn(h).stats();
     expect(after.requests - before.requests).toBe(2);
     expect((after.byStatus[503] ?? 0) - (before.byStatus[503] ?? 0)).toBe(1);
     expect((after.byVerb.get ?? 0) - (before.byVerb.get ?? 0)).toBe(2);
@@ -122,12 +122,12 @@ describe("HTTP surface", () => {
     const dir = await mkdtemp(join(tmpdir(), "kube-test-server-"));
     try {
       const file = join(dir, "config");
-      await h.server.writeKubeconfig(file, { namespace: "ctx-ns" });
+      await standIn(h).writeKubeconfig(file, { namespace: "ctx-ns" });
       expect((await stat(file)).mode & 0o777).toBe(0o600);
       const config = new KubeConfig();
       config.loadFromFile(file);
       expect(config.getContextObject(config.getCurrentContext())?.namespace).toBe("ctx-ns");
-      expect(config.getCurrentCluster()).toMatchObject({ server: h.server.url, skipTLSVerify: true });
+      expect(config.getCurrentCluster()).toMatchObject({ server: standIn(h).url, skipTLSVerify: true });
       expect(JSON.parse(await readFile(file, "utf8"))).toMatchObject({ kind: "Config" });
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -136,7 +136,7 @@ describe("HTTP surface", () => {
 
   it("listens on 127.0.0.1 only", async () => {
     await expect(startKubeTestServer({ host: "0.0.0.0" })).rejects.toThrow(/127\.0\.0\.1 only/);
-    expect(h.server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(standIn(h).url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   });
 });
 

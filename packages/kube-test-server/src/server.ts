@@ -74,7 +74,7 @@ const isWatch = (query: URLSearchParams) => query.get("watch") === "true" || que
 function verbOf(method: string, target: Route, query: URLSearchParams): string {
   if (target.type === "document" || target.type === "health") return "discovery";
   const verbs: Record<string, string> = { POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete" };
-  if (method === "GET") return isWatch(query) ? "watch" : target.type === "collection" ? "list" : "get";
+  if (method === "GET") return target.type === "collection" ? (isWatch(query) ? "watch" : "list") : "get";
   return verbs[method] ?? "other";
 }
 
@@ -130,12 +130,12 @@ export async function startKubeTestServer(options: KubeTestServerOptions = {}): 
     }
     if (method !== "GET" && query.has("dryRun")) throw badRequest("dryRun is not supported by kube-test-server");
     const fieldValidation = query.get("fieldValidation");
-    if (method === "GET" && isWatch(query) && (target.type === "collection" || target.subresource === undefined)) {
+    // `watch` is a list option: on an object's URL kube-apiserver ignores it and answers the object
+    if (method === "GET" && isWatch(query) && target.type === "collection") {
       const watch = startWatch({
         store,
         kind: target.kind,
         namespace: target.namespace,
-        name: target.type === "object" ? target.name : undefined,
         query,
         response,
         bookmarkIntervalMs,

@@ -16,8 +16,6 @@ export interface WatchRequest {
   readonly store: ObjectStore;
   readonly kind: KindSpec;
   readonly namespace: string | undefined;
-  /** A watch on one object (GET .../<name>?watch=true). */
-  readonly name: string | undefined;
   readonly query: URLSearchParams;
   readonly response: ServerResponse;
   readonly bookmarkIntervalMs: number;
@@ -45,12 +43,13 @@ function visible(event: StoreEvent, kind: KindSpec, matches: (o: KubeObject) => 
 /**
  * WATCH: newline-delimited JSON events. resourceVersion ""/"0" starts with synthetic ADDED events
  * for the current objects; N replays the writes after N (or, when they are compacted away, one
- * ERROR event with a 410 Expired Status). Bookmarks on request; ends after timeoutSeconds.
+ * ERROR event with a 410 Expired Status). Bookmarks on request (after the synthetic ADDED events, one
+ * marked `k8s.io/initial-events-end`); ends after timeoutSeconds.
  * Argument errors are thrown (the caller answers them) before anything is written.
  */
 export function startWatch(request: WatchRequest): ActiveWatch {
   const { store, kind, query, response } = request;
-  const select = selection(kind, request.namespace, query, request.name);
+  const select = selection(kind, request.namespace, query);
   if ((query.get("resourceVersionMatch") ?? "") !== "") throw badRequest("resourceVersionMatch is forbidden for watch");
   if (query.get("sendInitialEvents") === "true") throw badRequest("sendInitialEvents is not supported by kube-test-server");
   const timeoutText = query.get("timeoutSeconds");
@@ -87,6 +86,11 @@ export function startWatch(request: WatchRequest): ActiveWatch {
     for (const event of events) send(visible(event, kind, select.matches));
   }
   unsubscribe = store.subscribe((event) => send(visible(event, kind, select.matches)));
+  if (query.get("allowWatchBookmarks") === "true" && from === undefined) {
+    // kube-apiserver v1.37 ends the synthetic ADDED events with a bookmark so marked
+    const metadata = { annotations: { "k8s.io/initial-events-end": "true" }, resourceVersion: String(store.resourceVersion) };
+    send({ type: "BOOKMARK", object: { kind: kind.kind, apiVersion: kind.apiVersion, metadata } });
+  }
   if (query.get("allowWatchBookmarks") === "true") {
     const bookmark = () => {
       const object: JsonObject = {

@@ -2,11 +2,13 @@ import { METADATA_FIELDS, objectSchema, withoutMetadata } from "./kind-helpers.j
 import type { KindSpec } from "./kinds.js";
 import type { Schema } from "./schema.js";
 
-// The Whereabouts CRDs (k8snetworkplumbingwg/whereabouts doc/crds, v1alpha1): namespaced, no
-// subresources (so `.status` is written with the object), schemas as published — except the IPPool
-// entries, which follow the compatible superset @ipamkit/storage-kubernetes ships in
-// manifests/crds.yaml (plus `poduid`, `created`, x-kubernetes-preserve-unknown-fields). Against
-// Whereabouts' own CRD a real server prunes those; storage-kubernetes detects that and warns.
+// The Whereabouts CRDs as @ipamkit/storage-kubernetes ships them in manifests/crds.yaml — the
+// manifests the real kube-apiserver in the tests installs: namespaced, v1alpha1, no subresources
+// (so `.status` is written with the object, and pruned, being undeclared), Whereabouts' fields plus
+// the IPPool entries' `poduid`, `created` and x-kubernetes-preserve-unknown-fields. An undeclared
+// field elsewhere (e.g. an OverlappingRangeIPReservation's `spec.ipamclaimref`) is pruned, as the
+// real server does. Against Whereabouts' own CRD a real server prunes the entry fields too;
+// storage-kubernetes detects that and warns.
 
 const GROUP = "whereabouts.cni.cncf.io";
 const VERSION = "v1alpha1";
@@ -21,7 +23,7 @@ const IP_POOL: Schema = objectSchema({
         type: "object",
         additionalProperties: {
           type: "object",
-          properties: { id: string, podref: string, ifname: string, ipamclaimref: string, poduid: string, created: string },
+          properties: { id: string, podref: string, ifname: string, poduid: string, created: string },
           required: ["id", "podref"],
           preserveUnknownFields: true,
         },
@@ -35,7 +37,7 @@ const OVERLAPPING_RANGE_IP_RESERVATION: Schema = objectSchema(
   {
     spec: {
       type: "object",
-      properties: { containerid: string, podref: string, ifname: string, ipamclaimref: string },
+      properties: { containerid: string, podref: string, ifname: string },
       required: ["podref"],
     },
   },
