@@ -2,8 +2,12 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { agentStats } from "@ipamkit/agent";
+import type { IpamStore } from "@ipamkit/core";
 import { type EtcdInstance, startEtcd } from "@ipamkit/etcd-launcher";
 import { type KubeTestServer, startKubeTestServer } from "@ipamkit/kube-test-server";
+import { createEtcdStore } from "@ipamkit/storage-etcd";
+import { createFileStore } from "@ipamkit/storage-file";
+import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { AGENT } from "./cni.js";
 
@@ -29,6 +33,8 @@ export interface Cluster {
   /** The IPAM keys that select this store (plus the agent socket, per node). */
   ipam(node: SimNode): Record<string, unknown>;
   startAgent(node: SimNode): Promise<void>;
+  /** Stops the test API server and starts an empty one on the same port (its state is in memory only). */
+  restartApiServer(): Promise<void>;
   /** SIGKILL: the node lost power. */
   killAgent(node: SimNode): void;
   /** Store conflicts seen so far (the agents' counters, summed). */
@@ -45,7 +51,7 @@ export interface ClusterOptions {
 
 export async function startCluster(kind: StoreKind, nodeCount: number, options: ClusterOptions = {}): Promise<Cluster> {
   const dir = mkdtempSync(join("/dev/shm", `ipamkit-sim-${kind}-`));
-  const server = await startKubeTestServer({ port: 0, historyEvents: 100_000 });
+  let server = await startKubeTestServer({ port: 0, historyEvents: 100_000 });
   const kubeconfigPath = join(dir, "kubeconfig");
   await server.writeKubeconfig(kubeconfigPath, { namespace: POOL_NAMESPACE });
   const kubeConfig = new KubeConfig();
@@ -62,7 +68,14 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
   return {
     kind,
     dir,
-    server,
+    get server() {
+      return server;
+    },
+    async restartApiServer() {
+      const port = Number(new URL(server.url).port);
+      await server.close();
+      server = await startKubeTestServer({ port, historyEvents: 100_000 });
+    },
     kubeConfig,
     kubeconfigPath,
     core: kubeConfig.makeApiClient(CoreV1Api),
@@ -120,4 +133,11 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** An ipamkit store on the cluster's backend (for the reconciler and the clean-read checks). */
+export function openSimStore(cluster: Cluster): IpamStore {
+  if (cluster.kind === "etcd") return createEtcdStore({ endpoints: [cluster.etcd?.endpoint ?? ""] });
+  if (cluster.kind === "kubernetes") return createKubernetesStore({ kubeconfig: cluster.kubeConfig, namespace: POOL_NAMESPACE });
+  return createFileStore({ dir: join(cluster.dir, "store") });
 }

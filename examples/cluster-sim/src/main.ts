@@ -1,11 +1,6 @@
 import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
-import type { IpamStore } from "@ipamkit/core";
-import { createEtcdStore } from "@ipamkit/storage-etcd";
-import { createFileStore } from "@ipamkit/storage-file";
-import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
-import { type Cluster, POOL_NAMESPACE, type StoreKind, startCluster } from "./cluster.js";
+import { openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { limited, processFloor } from "./cni.js";
 import { type PhaseResult, runScenario } from "./scenario.js";
 import { lineChart, type Series } from "./svg.js";
@@ -37,12 +32,6 @@ const pods = Number(values.pods);
 const nodes = Number(values.nodes);
 const concurrency = Number(values.concurrency);
 
-function storeFor(cluster: Cluster): IpamStore {
-  if (cluster.kind === "etcd") return createEtcdStore({ endpoints: [cluster.etcd?.endpoint ?? ""] });
-  if (cluster.kind === "kubernetes") return createKubernetesStore({ kubeconfig: cluster.kubeConfig, namespace: POOL_NAMESPACE });
-  return createFileStore({ dir: join(cluster.dir, "store") });
-}
-
 const lines = [
   "| store | nodes | blocks | networks/pod | phase | s | ADDs | ADD p50 ms | ADD p99 ms | failed | conflicts | IPs held twice | lost | leaked | reconciler released |",
   "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -65,7 +54,7 @@ for (const kind of stores) {
     const nodeCount = kind === "file" ? 1 : nodes;
     const blockSize = kind === "file" || values["node-block-size"] === undefined ? undefined : Number(values["node-block-size"]);
     const cluster = await startCluster(kind, nodeCount, blockSize === undefined ? {} : { nodeBlockSize: blockSize });
-    const store = storeFor(cluster);
+    const store = openSimStore(cluster);
     try {
       await limited(
         8,

@@ -1,10 +1,5 @@
-import { join } from "node:path";
-import type { IpamStore } from "@ipamkit/core";
-import { createEtcdStore } from "@ipamkit/storage-etcd";
-import { createFileStore } from "@ipamkit/storage-file";
-import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
 import { expect, it } from "vitest";
-import { POOL_NAMESPACE, type StoreKind, startCluster } from "./cluster.js";
+import { openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { limited } from "./cni.js";
 import { runScenario } from "./scenario.js";
 
@@ -22,12 +17,7 @@ for (const { kind, blocks } of cases) {
   const label = blocks === undefined ? kind : `${kind} with per-node blocks of ${blocks}`;
   it(`${label}: create, re-create, power-cycle + reconcile, delete — nothing held twice, lost or leaked`, async () => {
     const cluster = await startCluster(kind, kind === "file" ? 1 : 4, blocks === undefined ? {} : { nodeBlockSize: blocks });
-    const store: IpamStore =
-      kind === "etcd"
-        ? createEtcdStore({ endpoints: [cluster.etcd?.endpoint ?? ""] })
-        : kind === "kubernetes"
-          ? createKubernetesStore({ kubeconfig: cluster.kubeConfig, namespace: POOL_NAMESPACE })
-          : createFileStore({ dir: join(cluster.dir, "store") });
+    const store = openSimStore(cluster);
     try {
       await limited(
         4,
