@@ -43,7 +43,8 @@ export function formatValue(key: string, value: unknown): string {
   try {
     text = JSON.stringify(value) ?? String(value);
   } catch {
-    text = String(value);
+    // too deep to serialise (or a cycle): String() of such an array recurses as deep, so describe it
+    text = Array.isArray(value) ? `[an array of ${value.length}, nested too deep to show]` : "{an object nested too deep to show}";
   }
   return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}…` : text;
 }

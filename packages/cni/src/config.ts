@@ -145,11 +145,11 @@ function checkVersion(value: unknown): CniVersion {
 
 /** Addresses requested by the runtime (`runtimeConfig.ips`) or in `args.cni.ips`, canonical and without prefix. */
 function collectRequestedIps(conf: NetConfInput, warnings: string[]): string[] {
-  const out: string[] = [];
+  // a Set: the lists come from the runtime and may be long; dedupe in linear time
+  const out = new Set<string>();
   const add = (list: readonly string[] | undefined, key: string) => {
     list?.forEach((text, index) => {
-      const ip = requestedIp(text, `${key}[${index}]`);
-      if (!out.includes(ip)) out.push(ip);
+      out.add(requestedIp(text, `${key}[${index}]`));
     });
   };
   add(conf.runtimeConfig?.ips, "runtimeConfig.ips");
@@ -157,7 +157,7 @@ function collectRequestedIps(conf: NetConfInput, warnings: string[]): string[] {
   if (conf.runtimeConfig !== undefined && Object.hasOwn(conf.runtimeConfig, "ipRanges")) {
     warnings.push("runtimeConfig.ipRanges is accepted but unused: ranges come from the ipam block");
   }
-  return out;
+  return [...out];
 }
 
 function requestedIp(text: string, key: string): string {

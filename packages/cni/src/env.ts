@@ -17,6 +17,20 @@ export interface EnvSpec {
 }
 
 const CONTAINER_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+/** How much of a value a message quotes: the runtime logs the answer, so a huge value is never echoed whole. */
+const MAX_QUOTED = 120;
+/** Unknown CNI_ARGS keys named in a message; the rest are counted. */
+const MAX_NAMED_KEYS = 5;
+
+/** The text shortened to {@link MAX_QUOTED} characters (an ellipsis marks the cut). */
+function shorten(text: string): string {
+  return text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}…` : text;
+}
+
+/** A value as messages quote it: JSON, shortened. */
+function quote(text: string): string {
+  return JSON.stringify(shorten(text));
+}
 /** Linux IFNAMSIZ - 1. */
 const MAX_IFNAME_BYTES = 15;
 
@@ -67,7 +81,7 @@ export interface CniEnv {
 export function readEnv(env: Env): CniEnv {
   const command = value(env, "CNI_COMMAND");
   if (command !== undefined && !isCniCommand(command)) {
-    throw new CniError(CNI_CODES.INVALID_ENV, `unknown CNI_COMMAND ${JSON.stringify(command)}: expected one of ${CNI_COMMANDS.join(", ")}`);
+    throw new CniError(CNI_CODES.INVALID_ENV, `unknown CNI_COMMAND ${quote(command)}: expected one of ${CNI_COMMANDS.join(", ")}`);
   }
   const out: CniEnv = { command, args: value(env, "CNI_ARGS") };
   const containerId = value(env, "CNI_CONTAINERID");
@@ -94,7 +108,7 @@ export function checkEnv(env: Env, command: CniCommand): void {
       continue;
     }
     const reason = spec.validate?.(v);
-    if (reason !== undefined) invalid.push(`${spec.name} ${JSON.stringify(v)} is invalid: ${reason}`);
+    if (reason !== undefined) invalid.push(`${spec.name} ${quote(v)} is invalid: ${reason}`);
   }
   if (missing.length === 0 && invalid.length === 0) return;
   const parts = [
@@ -126,8 +140,7 @@ export function parseCniArgs(text: string | undefined): CniArgs {
     if (segment === "") continue;
     const eq = segment.indexOf("=");
     const key = eq < 0 ? "" : segment.slice(0, eq).trim();
-    if (key === "")
-      throw new CniError(CNI_CODES.UNSUPPORTED_FIELD, `CNI_ARGS: invalid pair ${JSON.stringify(segment)}: expected KEY=VALUE`);
+    if (key === "") throw new CniError(CNI_CODES.UNSUPPORTED_FIELD, `CNI_ARGS: invalid pair ${quote(segment)}: expected KEY=VALUE`);
     const val = segment.slice(eq + 1).trim();
     if (key === "IgnoreUnknown") {
       out.ignoreUnknown = parseBool(val);
@@ -142,10 +155,9 @@ export function parseCniArgs(text: string | undefined): CniArgs {
     }
   }
   if (out.unknown.length > 0 && !out.ignoreUnknown) {
-    throw new CniError(
-      CNI_CODES.UNSUPPORTED_FIELD,
-      `CNI_ARGS: unknown keys ${out.unknown.join(", ")} (set IgnoreUnknown=1 to accept them)`,
-    );
+    const named = out.unknown.slice(0, MAX_NAMED_KEYS).map(shorten).join(", ");
+    const more = out.unknown.length > MAX_NAMED_KEYS ? ` and ${out.unknown.length - MAX_NAMED_KEYS} more` : "";
+    throw new CniError(CNI_CODES.UNSUPPORTED_FIELD, `CNI_ARGS: unknown keys ${named}${more} (set IgnoreUnknown=1 to accept them)`);
   }
   return out;
 }
@@ -154,7 +166,7 @@ function parseBool(text: string): boolean {
   const lower = text.toLowerCase();
   if (lower === "1" || lower === "true") return true;
   if (lower === "0" || lower === "false" || lower === "") return false;
-  throw new CniError(CNI_CODES.UNSUPPORTED_FIELD, `CNI_ARGS: IgnoreUnknown=${JSON.stringify(text)} is not a boolean (1, true, 0 or false)`);
+  throw new CniError(CNI_CODES.UNSUPPORTED_FIELD, `CNI_ARGS: IgnoreUnknown=${quote(text)} is not a boolean (1, true, 0 or false)`);
 }
 
 function parseIps(text: string): string[] {
@@ -167,7 +179,7 @@ function parseIps(text: string): string[] {
     try {
       ips.push(formatIp(parseIp(address)));
     } catch {
-      throw new CniError(CNI_CODES.INVALID_CONFIG, `CNI_ARGS: IP ${JSON.stringify(trimmed)} is not a valid IP address`);
+      throw new CniError(CNI_CODES.INVALID_CONFIG, `CNI_ARGS: IP ${quote(trimmed)} is not a valid IP address`);
     }
   }
   return ips;
