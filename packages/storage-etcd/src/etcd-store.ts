@@ -26,7 +26,7 @@ import { type DeleteBuilder, Etcd3, type IKeyValue, type IOptions, type PutBuild
 import { mapEtcdError, STORE_NAME } from "./errors.js";
 import { layout } from "./layout.js";
 import { type EtcdStoreOptions, normalizeEndpoint, resolveTls } from "./options.js";
-import { readPoolKeys, type StoredEntries } from "./pool-keys.js";
+import { DECIMAL, readPoolKeys, type StoredEntries } from "./pool-keys.js";
 
 export const DEFAULT_PREFIX = "/ipamkit/";
 
@@ -101,8 +101,11 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     }
   }
 
+  /** How corruption reports name a pool: its key prefix and its id. */
+  const poolObject = (ref: PoolRef) => `${keys.pool(ref)} (pool ${poolId(ref)})`;
+
   function toPool(ref: PoolRef, entries: StoredEntries): Pool {
-    const pool = poolFromRecord(ref, entries.record, keys.pool(ref), STORE_NAME);
+    const pool = poolFromRecord(ref, entries.record, poolObject(ref), STORE_NAME);
     for (const r of pool) {
       const revision = entries.revisions.get(r.offset);
       if (revision !== undefined) seen.set(r, revision);
@@ -148,14 +151,19 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     let pool = cached.pool;
     let version = cached.version;
     const tombstones = new Set(cached.tombstones);
+    const indexed: [string, string][] = [];
     for (const kv of kvs) {
       const rest = kv.key.toString("utf8").slice(prefix.length);
       if (rest === "meta") version = kv.mod_revision;
+      else if (rest.startsWith("key/")) indexed.push([rest.slice(4), kv.value.toString("utf8")]);
       else if (rest === "cursor") {
         const text = kv.value.toString("utf8");
         pool = pool.withCursor(text === "" ? undefined : BigInt(text));
       } else if (rest.startsWith("ip/")) {
-        const offset = BigInt(rest.slice(3));
+        // only the exact form this store writes is folded in; anything else is validated by a full read
+        const text = rest.slice(3);
+        if (!DECIMAL.test(text)) throw new Error(`unexpected key ${rest}`);
+        const offset = BigInt(text);
         const old = pool.atOffset(offset);
         if (old !== undefined) pool = pool.without(old.key);
         if (kv.value.length === 0) {
@@ -163,12 +171,21 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
           continue;
         }
         tombstones.delete(offset);
-        const record = { cidr: ref.cidr, network: ref.network, lastOffset: null, reservations: [JSON.parse(kv.value.toString("utf8"))] };
+        const value: unknown = JSON.parse(kv.value.toString("utf8"));
+        if (typeof value !== "object" || value === null || (value as { offset?: unknown }).offset !== text)
+          throw new Error(`reservation at ${rest} does not match its key`);
+        const record = { cidr: ref.cidr, network: ref.network, lastOffset: null, reservations: [value] };
         const [r] = poolFromRecord(ref, record, kv.key.toString("utf8"), STORE_NAME).reservations();
         if (r === undefined) throw new Error("unreadable reservation");
         seen.set(r, kv.mod_revision);
         pool = pool.with(r, { moveCursor: false });
       }
+    }
+    // an index entry written since must point at its own reservation (as a full read checks)
+    for (const [encoded, offset] of indexed) {
+      const r = DECIMAL.test(offset) ? pool.atOffset(BigInt(offset)) : undefined;
+      if (r === undefined || keys.key(ref, `${r.key.containerId}/${r.key.ifName}`) !== `${prefix}key/${encoded}`)
+        throw new Error(`index key/${encoded} does not match the reservation at ${offset}`);
     }
     return { pool, version, revision, tombstones };
   }

@@ -1,4 +1,4 @@
-import { type PoolRef, type ReservationRecord, StoreCorruptError } from "@ipamkit/core";
+import { type PoolRef, poolId, type ReservationRecord, StoreCorruptError } from "@ipamkit/core";
 import type { IKeyValue } from "etcd3";
 import { STORE_NAME } from "./errors.js";
 import type { Layout } from "./layout.js";
@@ -13,7 +13,8 @@ export interface StoredEntries {
   tombstones: Set<bigint>;
 }
 
-const DECIMAL = /^(0|[1-9][0-9]*)$/;
+/** A decimal offset, as this store writes it (no sign, no leading zero). */
+export const DECIMAL = /^(0|[1-9][0-9]*)$/;
 
 /**
  * Reads the keys of one pool (one range read). Reports every inconsistency as StoreCorruptError
@@ -23,7 +24,7 @@ const DECIMAL = /^(0|[1-9][0-9]*)$/;
 export function readPoolKeys(ref: PoolRef, keys: Layout, kvs: readonly IKeyValue[]): StoredEntries | undefined {
   if (kvs.length === 0) return undefined;
   const prefix = keys.pool(ref);
-  const corrupt = (key: string, reason: string) => new StoreCorruptError(key, reason, { component: STORE_NAME });
+  const corrupt = (key: string, reason: string) => new StoreCorruptError(key, `pool ${poolId(ref)}: ${reason}`, { component: STORE_NAME });
   const json = (kv: IKeyValue, key: string): unknown => {
     try {
       return JSON.parse(kv.value.toString("utf8"));
@@ -62,7 +63,13 @@ export function readPoolKeys(ref: PoolRef, keys: Layout, kvs: readonly IKeyValue
       reservations.push(value);
       revisions.set(BigInt(offset), kv.mod_revision);
     } else if (rest.startsWith("key/")) {
-      index.set(decodeURIComponent(rest.slice(4)), kv.value.toString("utf8"));
+      let attachment: string;
+      try {
+        attachment = decodeURIComponent(rest.slice(4));
+      } catch {
+        throw corrupt(key, "index key is not a percent-encoded attachment key");
+      }
+      index.set(attachment, kv.value.toString("utf8"));
     } else {
       throw corrupt(key, "unexpected key in a pool");
     }
