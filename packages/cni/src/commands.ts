@@ -119,7 +119,8 @@ export async function check(ctx: CommandContext): Promise<void> {
  * GC: releases every reservation in this network's ranges whose attachment is not in
  * cni.dev/valid-attachments (an empty list means none is valid). Only on a node-local store: a
  * shared store holds other nodes' attachments, which this runtime cannot vouch for — there the
- * reconciler does the job, and GC says so on stderr.
+ * reconciler does the job, and GC says so on stderr. It continues past a pool it cannot read or
+ * release in, then answers 11, or 102 when a pool is corrupt (trying again cannot help then).
  */
 export async function gc(ctx: CommandContext): Promise<void> {
   if (ctx.store.capabilities.distributed) {
@@ -133,25 +134,40 @@ export async function gc(ctx: CommandContext): Promise<void> {
   );
   const ipam = createIpam({ store: ctx.store, overlappingRanges: ctx.config.overlappingRanges, retry: { ...CNI_RETRY } });
   const failures: string[] = [];
+  // a corrupt pool is not cured by trying again: then the answer is 102, not 11
+  let corrupt = false;
+  const failed = (what: string, error: unknown) => {
+    const code = (error as { code?: unknown }).code;
+    if (code === "POOL_CORRUPT" || code === "STORE_CORRUPT") corrupt = true;
+    failures.push(`${what}: ${(error as Error).message}`);
+  };
   for (const range of ctx.ranges) {
     try {
       for (const { ref, range: pooled } of await poolsOf(ctx, range)) {
-        const stored = await ctx.store.readPool(ref);
-        for (const r of stored?.pool ?? []) {
-          if (valid.has(formatKey(r.key))) continue;
-          try {
-            await ipam.releaseIf(ref, r);
-          } catch (error) {
-            failures.push(`${formatIp(ipAt(pooled.cidr, r.offset))}: ${(error as Error).message}`);
+        try {
+          const stored = await ctx.store.readPool(ref);
+          for (const r of stored?.pool ?? []) {
+            if (valid.has(formatKey(r.key))) continue;
+            try {
+              await ipam.releaseIf(ref, r);
+            } catch (error) {
+              failed(formatIp(ipAt(pooled.cidr, r.offset)), error);
+            }
           }
+        } catch (error) {
+          failed(pooled.cidr.text, error);
         }
       }
     } catch (error) {
-      failures.push(`${range.cidr.text}: ${(error as Error).message}`);
+      failed(range.cidr.text, error);
     }
   }
   // Continue past errors, then report them (CNI GC semantics).
-  if (failures.length > 0) throw new CniError(CNI_CODES.TRY_AGAIN_LATER, `GC could not release everything: ${failures.join("; ")}`);
+  if (failures.length > 0)
+    throw new CniError(
+      corrupt ? CNI_CODES.POOL_CORRUPT : CNI_CODES.TRY_AGAIN_LATER,
+      `GC could not release everything: ${failures.join("; ")}`,
+    );
 }
 
 /** STATUS: code 50 when the store is unreachable or every range is exhausted. */
