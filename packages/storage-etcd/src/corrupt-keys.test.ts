@@ -38,6 +38,8 @@ describe("keys written into a pool by hand", () => {
     ["a reservation whose value names another offset", "ip/9", row("1", "x")],
     ["an index key that is not percent-encoded text", "key/%E0%A4%A", "1"],
     ["a second reservation for a/net1 (ip/7)", "ip/7", row("7", "a")],
+    ["garbage JSON in the meta key", "meta", '{"cidr":'],
+    ["a meta key naming another range", "meta", JSON.stringify({ cidr: "10.99.0.0/24", network: "blue" })],
   ] as const) {
     it(`${what}: StoreCorruptError naming the pool, from a fresh and from a warm client`, async () => {
       const { prefix, ref, warm, pool } = await setup();

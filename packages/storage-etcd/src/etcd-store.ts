@@ -154,8 +154,10 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     const indexed: [string, string][] = [];
     for (const kv of kvs) {
       const rest = kv.key.toString("utf8").slice(prefix.length);
-      if (rest === "meta") version = kv.mod_revision;
-      else if (rest.startsWith("key/")) indexed.push([rest.slice(4), kv.value.toString("utf8")]);
+      if (rest === "meta") {
+        if (kv.value.toString("utf8") !== metaValue(ref)) throw new Error("unexpected meta value");
+        version = kv.mod_revision;
+      } else if (rest.startsWith("key/")) indexed.push([rest.slice(4), kv.value.toString("utf8")]);
       else if (rest === "cursor") {
         const text = kv.value.toString("utf8");
         pool = pool.withCursor(text === "" ? undefined : BigInt(text));
