@@ -59,3 +59,18 @@ describe("keys written into a pool by hand", () => {
     });
   }
 });
+
+it("a pool whose meta key was deleted by hand is still listed, so a reconciler reads it and reports it", async () => {
+  const { prefix, ref, warm, pool } = await setup();
+  await client.delete().key(`${pool}meta`);
+  const fresh = createEtcdStore({ endpoints: [endpoint], prefix });
+  expect(await fresh.listPools()).toEqual([ref]);
+  const error = await fresh.readPool(ref).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect((error as { code?: string }).code).toBe("STORE_CORRUPT");
+  expect((error as Error).message).toContain(`pool ${poolId(ref)}`);
+  await fresh.close();
+  await warm.close();
+});

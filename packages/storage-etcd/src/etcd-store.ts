@@ -310,7 +310,14 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     },
     async listPools(): Promise<PoolRef[]> {
       const found = await call("list pools", () => client.getAll().prefix(keys.poolsPrefix).keys());
-      return found.flatMap((k) => keys.parsePool(k) ?? []).sort(comparePoolRefs);
+      // every pool that has keys, not only those with a meta key: one whose meta was lost is listed
+      // too, so that reading it reports the damage (a reconciler would otherwise never see it)
+      const metas = new Set<string>();
+      for (const k of found) {
+        const [network, cidr, entry] = k.slice(keys.poolsPrefix.length).split("/");
+        if (network !== undefined && cidr !== undefined && entry !== undefined) metas.add(`${keys.poolsPrefix}${network}/${cidr}/meta`);
+      }
+      return [...metas].flatMap((k) => keys.parsePool(k) ?? []).sort(comparePoolRefs);
     },
     async readClaim(ref: ClaimRef): Promise<StoredClaim | undefined> {
       const key = keys.claim(ref);
