@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
@@ -11,6 +12,7 @@ import {
   PoolCorruptError,
   type PoolRef,
   poolId,
+  StoreAccessDeniedError,
   type StoredClaim,
   type StoredPool,
 } from "@ipamkit/core";
@@ -48,6 +50,34 @@ function checkedName(kind: string, text: string): string {
 }
 
 /**
+ * Checks an existing root once per store: it must be writable by its owner only, and owned by this
+ * user (or root). Anyone else who can write there can plant or remove reservations — hand out an
+ * address twice. A missing root is fine: the store creates it 0700.
+ */
+function rootGuard(root: string): () => void {
+  let trusted = false;
+  return () => {
+    if (trusted) return;
+    let st: ReturnType<typeof statSync>;
+    try {
+      st = statSync(root);
+    } catch {
+      return; // missing (created 0700 on the first write) or unreadable (reported by the call itself)
+    }
+    const uid = process.geteuid?.();
+    const mode = (st.mode & 0o7777).toString(8).padStart(4, "0");
+    const refuse = (why: string) =>
+      new StoreAccessDeniedError(
+        `data directory ${root} ${why}: another user could plant or remove reservations; it must be owned by this user and writable by it alone (chmod 700)`,
+        { component: STORE_NAME },
+      );
+    if ((st.mode & 0o022) !== 0) throw refuse(`is writable by group or others (mode ${mode})`);
+    if (uid !== undefined && st.uid !== uid && st.uid !== 0) throw refuse(`is owned by uid ${st.uid}, not by this user (uid ${uid})`);
+    trusted = true;
+  };
+}
+
+/**
  * The embedded single-node store: one directory tree on a local filesystem, safe for many OS
  * processes at once (several CNI invocations on a node) without any lock. Every pool and every
  * claim is a directory of immutable generation files; a write links a complete, fsynced file to
@@ -58,6 +88,7 @@ export function createFileStore(options: FileStoreOptions = {}): IpamStore {
   const root = resolve(options.dir ?? DEFAULT_FILE_STORE_DIR);
   const poolsRoot = join(root, "pools");
   const claimsRoot = join(root, "claims");
+  const guard = rootGuard(root);
   const pools = new Generations<Pool>(STORE_NAME, POOL_CACHE, root);
   const claims = new Generations<Claim>(STORE_NAME, CLAIM_CACHE, root);
 
@@ -108,18 +139,21 @@ export function createFileStore(options: FileStoreOptions = {}): IpamStore {
     capabilities: { crossProcess: true, distributed: false },
 
     async readPool(ref: PoolRef): Promise<StoredPool | undefined> {
+      guard();
       const snapshot = await pools.read(poolDir(ref), poolLabel(ref), poolDecoder(ref));
       if (snapshot === undefined || snapshot.value === DELETED) return undefined;
       return { pool: snapshot.value, version: versionOf(snapshot.gen) };
     },
 
     async writePool(ref, pool, expected) {
+      guard();
       // Reading it back would give an equal pool; cache this one when it also carries the same name.
       const cacheable = pool.name === poolId(ref) ? pool : undefined;
       return pools.commit(poolDir(ref), poolLabel(ref), expected, encodePoolFields(ref, pool), poolDecoder(ref), cacheable);
     },
 
     async listPools() {
+      guard();
       const out: PoolRef[] = [];
       for (const network of await children(poolsRoot)) {
         const dir = join(poolsRoot, network.name);
@@ -135,12 +169,14 @@ export function createFileStore(options: FileStoreOptions = {}): IpamStore {
     },
 
     async readClaim(ref: ClaimRef): Promise<StoredClaim | undefined> {
+      guard();
       const snapshot = await claims.read(claimDir(ref), claimLabel(ref), claimDecoder);
       if (snapshot === undefined || snapshot.value === DELETED) return undefined;
       return { claim: snapshot.value, version: versionOf(snapshot.gen) };
     },
 
     async writeClaim(ref, claim, expected) {
+      guard();
       const normalized: Claim = {
         pool: { network: claim.pool.network, cidr: claim.pool.cidr },
         key: claim.key,
@@ -150,10 +186,12 @@ export function createFileStore(options: FileStoreOptions = {}): IpamStore {
     },
 
     async deleteClaim(ref, expected) {
+      guard();
       await claims.commit(claimDir(ref), claimLabel(ref), expected, DELETED, claimDecoder);
     },
 
     async listClaims(network) {
+      guard();
       const dir = join(claimsRoot, checkedName("network name", network));
       const addresses = await children(dir);
       const live = await Promise.all(addresses.map((a) => claims.exists(join(dir, a.name), claimLabel({ network, address: a.text }))));
