@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { InvalidRequestError } from "@ipamkit/core";
 import { KubeConfig } from "@kubernetes/client-node";
 
@@ -46,10 +47,34 @@ export function loadKubeConfig(kubeconfig: string | KubeConfig | undefined): Kub
     else kubeConfig.loadFromDefault();
   } catch (error) {
     const where = typeof kubeconfig === "string" ? `kubeconfig ${kubeconfig}` : "the default kubeconfig";
-    throw new InvalidRequestError(`cannot load ${where}: ${(error as Error).message}`);
+    throw new InvalidRequestError(`cannot load ${where}: ${loadFailure(error, kubeconfig)}`);
   }
   if (kubeConfig.getCurrentCluster() === null) throw new InvalidRequestError("the kubeconfig has no current cluster");
   return kubeConfig;
+}
+
+/** Keys whose values in a kubeconfig are credentials. */
+const CREDENTIAL = /^\s*-?\s*"?(token|password|client-key-data|id-token|refresh-token|access-token|secret)"?\s*:\s*"?([^"\s,}]+)/i;
+
+/**
+ * Why a kubeconfig did not load, without its credentials: the YAML parser's message quotes the
+ * lines around a syntax error (a token among them), so only its first line (reason and position)
+ * is kept, and any credential value of the file still in it is redacted.
+ */
+function loadFailure(error: unknown, path: string | undefined): string {
+  let message = (error instanceof Error ? error.message : String(error)).split("\n")[0]?.trim() ?? "";
+  if (path === undefined) return message;
+  let text = "";
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    return message;
+  }
+  for (const line of text.split(/[\n,{]/)) {
+    const value = CREDENTIAL.exec(line)?.[2];
+    if (value !== undefined && value.length >= 4) message = message.split(value).join("<redacted>");
+  }
+  return message;
 }
 
 /** The pool namespace as the CNI plugin resolves it: explicit, else the context's, else kube-system. */
