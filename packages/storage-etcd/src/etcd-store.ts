@@ -25,7 +25,7 @@ import { noop } from "cockatiel";
 import { type DeleteBuilder, Etcd3, type IKeyValue, type IOptions, type PutBuilder } from "etcd3";
 import { mapEtcdError, STORE_NAME } from "./errors.js";
 import { layout } from "./layout.js";
-import { type EtcdStoreOptions, normalizeEndpoint, resolveTls } from "./options.js";
+import { checkEndpoint, type EtcdStoreOptions, normalizeEndpoint, resolveTls } from "./options.js";
 import { DECIMAL, readPoolKeys, type StoredEntries } from "./pool-keys.js";
 
 export const DEFAULT_PREFIX = "/ipamkit/";
@@ -50,6 +50,7 @@ interface CachedPool {
  */
 export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
   const tls = resolveTls(options.tls);
+  for (const endpoint of options.endpoints ?? []) checkEndpoint(endpoint);
   const endpoints = (options.endpoints ?? ["127.0.0.1:2379"]).map((e) => normalizeEndpoint(e, tls !== undefined));
   const requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
   const keys = layout(options.prefix ?? DEFAULT_PREFIX);

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { InvalidRequestError } from "@ipamkit/core";
 import type { Etcd3 } from "etcd3";
 
 export interface EtcdStoreOptions {
@@ -71,6 +72,21 @@ export function resolveTls(tls: EtcdStoreOptions["tls"]): ResolvedTls | undefine
     if (key !== undefined) out.key = key;
   }
   return out;
+}
+
+/** `scheme://user:password@` or `user:password@` at the start of an endpoint. */
+const USERINFO = /^((?:[a-z][a-z0-9+.-]*:\/\/)?)[^/@]*@/i;
+
+/**
+ * Refuses an endpoint that carries credentials (`http://user:password@host:2379`): etcd3 cannot
+ * use them, and every error names its endpoint, so the password would reach logs and CNI answers.
+ * The message shows the endpoint with the credentials redacted.
+ */
+export function checkEndpoint(endpoint: string): void {
+  if (!USERINFO.test(endpoint)) return;
+  throw new InvalidRequestError(
+    `etcd endpoint ${endpoint.replace(USERINFO, "$1<redacted>@")} carries credentials in the URL, which are not used: set etcd_username and etcd_password (options username, password) instead`,
+  );
 }
 
 export function normalizeEndpoint(endpoint: string, tls: boolean): string {
