@@ -53,15 +53,25 @@ export interface ResolvedTls {
   key?: Buffer;
 }
 
+/** A TLS file's bytes; a file that cannot be read is a configuration error naming the option (and Whereabouts' key). */
+function readTlsFile(path: string, option: string, whereaboutsKey: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new InvalidRequestError(`cannot read the etcd TLS file ${path} (tls.${option}, ${whereaboutsKey}): ${reason}`);
+  }
+}
+
 export function resolveTls(tls: EtcdStoreOptions["tls"]): ResolvedTls | undefined {
   if (tls === undefined) return undefined;
   const buf = (v: string | Buffer | undefined) => (v === undefined ? undefined : Buffer.isBuffer(v) ? v : Buffer.from(v));
   const out: ResolvedTls = {};
   if ("caFile" in tls || "certFile" in tls || "keyFile" in tls) {
     const files = tls as { caFile?: string; certFile?: string; keyFile?: string };
-    if (files.caFile !== undefined) out.ca = readFileSync(files.caFile);
-    if (files.certFile !== undefined) out.cert = readFileSync(files.certFile);
-    if (files.keyFile !== undefined) out.key = readFileSync(files.keyFile);
+    if (files.caFile !== undefined) out.ca = readTlsFile(files.caFile, "caFile", "etcd_ca_cert_file");
+    if (files.certFile !== undefined) out.cert = readTlsFile(files.certFile, "certFile", "etcd_cert_file");
+    if (files.keyFile !== undefined) out.key = readTlsFile(files.keyFile, "keyFile", "etcd_key_file");
   } else {
     const pem = tls as { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer };
     const ca = buf(pem.ca);
