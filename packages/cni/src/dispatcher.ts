@@ -70,7 +70,8 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
         args,
         ...(node === undefined ? {} : { node }),
         stderr: (line) => options.stderr(`ipamkit: ${line}\n`),
-        ...(env.containerId !== undefined && env.ifName !== undefined
+        // only the verbs that take an attachment read (and validate) it, as checkEnv requires
+        ...(env.containerId !== undefined && env.ifName !== undefined && (command === "ADD" || command === "DEL" || command === "CHECK")
           ? { key: attachmentKey({ containerId: env.containerId, ifName: env.ifName }) }
           : {}),
       };

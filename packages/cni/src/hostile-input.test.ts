@@ -99,3 +99,19 @@ describe("oversized lists", () => {
     expect(performance.now() - started).toBeLessThan(4_000);
   });
 });
+
+describe("variables a command does not use are not validated", () => {
+  for (const command of ["GC", "STATUS"] as const) {
+    it(`${command} with a malformed CNI_CONTAINERID and CNI_IFNAME (which it does not use) succeeds`, async () => {
+      const stdin = JSON.stringify({
+        cniVersion: "1.1.0",
+        name: "n",
+        ipam: { type: "ipamkit", range: "10.0.0.0/24" },
+        "cni.dev/valid-attachments": [],
+      });
+      const r = await run({ CNI_COMMAND: command, CNI_CONTAINERID: "-", CNI_IFNAME: "a/b" }, stdin);
+      expect(r.stdout).toBe("");
+      expect(r.code).toBe(0);
+    });
+  }
+});
