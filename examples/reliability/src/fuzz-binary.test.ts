@@ -12,7 +12,7 @@ import { type AgentProcess, pool, runBinary, startAgent } from "../test/subproce
 // oversized), some variables as raw non-UTF-8 bytes, a quarter of the cases forwarded to a running
 // node-local agent. Each process must exit 0 or 1 within the bound with a result or one CNI error
 // JSON line, and print no stack trace.
-const CASES = scale(60, 600);
+const CASES = scale(40, 600);
 const BOUND_MS = 20_000;
 const SEED = seed(20261204);
 

@@ -11,7 +11,7 @@ import { describeFailures, judge } from "../test/oracle.js";
 // The fuzz campaign of RELIABILITY.md, in-process part: generated CNI invocations (env, stdin,
 // flat file) through the real dispatcher on the file store (in a temporary directory) and the
 // memory store. Every case must end within the bound as a valid result or one CNI error JSON line.
-const CASES = scale(1_500, 12_000);
+const CASES = scale(1_000, 12_000);
 const CHUNK = 250;
 const BOUND_MS = 5_000;
 const SEED = seed(20261203);
