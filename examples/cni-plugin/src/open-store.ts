@@ -1,6 +1,5 @@
 import { join } from "node:path";
-import type { IpamConfig } from "@ipamkit/cni";
-import { CNI_CODES, CniError } from "@ipamkit/cni";
+import { CNI_CODES, CniError, type IpamConfig, whereaboutsEtcdKeys } from "@ipamkit/cni";
 import type { IpamStore } from "@ipamkit/core";
 
 /** Loads only the store the config selects. */
@@ -21,17 +20,7 @@ export async function openStore(config: IpamConfig): Promise<IpamStore> {
         );
       }
       const { createEtcdStore, etcdOptionsFromWhereabouts } = etcd;
-      const e = config.etcd;
-      return createEtcdStore(
-        etcdOptionsFromWhereabouts({
-          ...(e.host === undefined ? {} : { etcd_host: e.host }),
-          ...(e.username === undefined ? {} : { etcd_username: e.username }),
-          ...(e.password === undefined ? {} : { etcd_password: e.password }),
-          ...(e.keyFile === undefined ? {} : { etcd_key_file: e.keyFile }),
-          ...(e.certFile === undefined ? {} : { etcd_cert_file: e.certFile }),
-          ...(e.caCertFile === undefined ? {} : { etcd_ca_cert_file: e.caCertFile }),
-        }),
-      );
+      return createEtcdStore(etcdOptionsFromWhereabouts(whereaboutsEtcdKeys(config.etcd)));
     }
     case "kubernetes": {
       const { createKubernetesStore } = loadKubernetesStore();

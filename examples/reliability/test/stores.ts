@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { IpamConfig } from "@ipamkit/cni";
+import { type IpamConfig, whereaboutsEtcdKeys } from "@ipamkit/cni";
 import type { IpamStore, PoolRef } from "@ipamkit/core";
 import { type EtcdInstance, startEtcd } from "@ipamkit/etcd-launcher";
 import { type KubeTestServer, startKubeTestServer } from "@ipamkit/kube-test-server";
@@ -16,17 +16,7 @@ export async function openConfigured(config: IpamConfig): Promise<IpamStore> {
     case "file":
       return createFileStore({ dir: config.dataDir });
     case "etcd": {
-      const e = config.etcd;
-      return createEtcdStore(
-        etcdOptionsFromWhereabouts({
-          ...(e.host === undefined ? {} : { etcd_host: e.host }),
-          ...(e.username === undefined ? {} : { etcd_username: e.username }),
-          ...(e.password === undefined ? {} : { etcd_password: e.password }),
-          ...(e.keyFile === undefined ? {} : { etcd_key_file: e.keyFile }),
-          ...(e.certFile === undefined ? {} : { etcd_cert_file: e.certFile }),
-          ...(e.caCertFile === undefined ? {} : { etcd_ca_cert_file: e.caCertFile }),
-        }),
-      );
+      return createEtcdStore(etcdOptionsFromWhereabouts(whereaboutsEtcdKeys(config.etcd)));
     }
     case "kubernetes":
       return createKubernetesStore({ ...(config.kubernetes.kubeconfig === undefined ? {} : { kubeconfig: config.kubernetes.kubeconfig }) });

@@ -256,3 +256,23 @@ function warnUnused(ipam: IpamInput, datastore: Datastore, sourceOf: SourceOf, w
   }
   if (datastore !== "file" && ipam.data_dir !== undefined) warn("data_dir", `datastore is "${datastore}"`);
 }
+
+/** The etcd settings back in Whereabouts' key names (what storage-etcd's etcdOptionsFromWhereabouts takes). */
+export function whereaboutsEtcdKeys(etcd: IpamConfig["etcd"]): {
+  etcd_host?: string;
+  etcd_username?: string;
+  etcd_password?: string;
+  etcd_key_file?: string;
+  etcd_cert_file?: string;
+  etcd_ca_cert_file?: string;
+} {
+  const keys = {
+    etcd_host: etcd.host,
+    etcd_username: etcd.username,
+    etcd_password: etcd.password,
+    etcd_key_file: etcd.keyFile,
+    etcd_cert_file: etcd.certFile,
+    etcd_ca_cert_file: etcd.caCertFile,
+  };
+  return definedOnly(keys);
+}

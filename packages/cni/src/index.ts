@@ -1,7 +1,7 @@
 export type { AgentSettings } from "./agent-settings.js";
 export { agentSettings } from "./agent-settings.js";
 export type { CommandContext } from "./commands.js";
-export { ConfigError, loadIpamConfig } from "./config.js";
+export { ConfigError, loadIpamConfig, whereaboutsEtcdKeys } from "./config.js";
 export { NODE_NAME } from "./config-schema.js";
 export type { DispatcherOptions } from "./dispatcher.js";
 export { dispatch } from "./dispatcher.js";

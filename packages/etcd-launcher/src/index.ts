@@ -49,7 +49,8 @@ function fail(): never {
   throw new Error(INSTALL_HINT);
 }
 
-async function freePort(): Promise<number> {
+/** A free TCP port on 127.0.0.1 (for launchers of test servers). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);

@@ -1,11 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type EtcdInstance, startEtcd } from "@ipamkit/etcd-launcher";
+import { type EtcdInstance, freePort, startEtcd } from "@ipamkit/etcd-launcher";
 import { ApiextensionsV1Api, CoreV1Api, KubeConfig, loadAllYaml, type V1CustomResourceDefinition } from "@kubernetes/client-node";
 import { type Binaries, findBinaries } from "./binaries.js";
 import { makeServingCertificates } from "./certs.js";
@@ -60,17 +59,6 @@ function killOnExit(child: ChildProcess): void {
   exitHookInstalled = true;
   process.once("exit", () => {
     for (const c of children) c.kill("SIGKILL");
-  });
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
-    });
   });
 }
 
