@@ -108,7 +108,10 @@ for (const target of harnessTargets({ historyEvents: 20, bookmarkIntervalMs: 20 
 
       it("sends BOOKMARK events carrying only the current resourceVersion when asked, the first marking the initial events' end", async () => {
         await create("w-bookmark", "b0");
-        const w = await watch(path("w-bookmark"), { allowWatchBookmarks: true });
+        // A real kube-apiserver sends a periodic bookmark once a minute, or 2 s before the watch's
+        // deadline if that is sooner (cacher's nextBookmarkTime): a 10 s watch gets one after ~8 s
+        // instead of up to a minute, inside the test's time limit.
+        const w = await watch(path("w-bookmark"), { allowWatchBookmarks: true, timeoutSeconds: 10 });
         await w.until((events) => events.some((e) => e.type === "BOOKMARK"));
         expect(w.events.slice(0, 2).map((e) => e.type)).toEqual(["ADDED", "BOOKMARK"]);
         expect(w.events[1]?.object).toEqual({
