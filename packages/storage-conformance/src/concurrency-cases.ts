@@ -30,6 +30,7 @@ export function registerConcurrencyCases(ctx: SuiteContext): void {
     console.info(
       `[conformance] ${s.name}: ${allocators * each} allocations by ${allocators} allocators, ${counter.conflicts} conflicts retried`,
     );
-    expect(counter.conflicts).toBeGreaterThanOrEqual(0);
-  });
+    // deliberately contended: on an HTTP store 32 writers retry thousands of conflicts (~30 s on
+    // 2 cores for the test API server), so the limit is the retry deadline's, not the default 30 s
+  }, 180_000);
 }
