@@ -55,14 +55,16 @@ const keyOf = (k: number): AttachmentKey => key(`m${k}`, k % 3 === 0 ? "net2" : 
 const rangesOf = (k: number): Range[] => (k % 2 === 0 ? [A, B] : [A]);
 const blockKey = (node: number, k: number): AttachmentKey => key(`b${node}x${k}`);
 
-async function heldIn(store: IpamStore, network: string): Promise<Map<string, string[]>> {
-  const out = new Map<string, string[]>();
+/** Every reservation per network, read back from the store: keyText → `pool CIDR|address` entries. */
+async function heldByNetwork(store: IpamStore): Promise<Map<string, Map<string, string[]>>> {
+  const out = new Map<string, Map<string, string[]>>();
   for (const ref of await store.listPools()) {
-    if (ref.network !== network) continue;
+    const held = out.get(ref.network) ?? new Map<string, string[]>();
+    out.set(ref.network, held);
     const cidr = parseCidr(ref.cidr);
     for (const r of (await store.readPool(ref))?.pool ?? []) {
       const text = formatKey(r.key);
-      out.set(text, [...(out.get(text) ?? []), `${ref.cidr}|${formatIp({ family: cidr.family, value: cidr.network + r.offset })}`]);
+      held.set(text, [...(held.get(text) ?? []), `${ref.cidr}|${formatIp({ family: cidr.family, value: cidr.network + r.offset })}`]);
     }
   }
   return out;
@@ -70,12 +72,12 @@ async function heldIn(store: IpamStore, network: string): Promise<Map<string, st
 
 /** Reads the store back: every address once per network, and exactly the model's reservations. */
 async function checkInvariants(model: Model, real: Real): Promise<void> {
-  for (const network of [real.network, real.blockNetwork]) {
-    const held = await heldIn(real.store, network);
+  const byNetwork = await heldByNetwork(real.store);
+  for (const [network, held] of byNetwork) {
     const addresses = [...held.values()].flat().map((entry) => entry.slice(entry.indexOf("|") + 1));
     expect(new Set(addresses).size, `an address held twice in ${network}`).toBe(addresses.length);
   }
-  const stored = new Map([...(await heldIn(real.store, real.network)), ...(await heldIn(real.store, real.blockNetwork))]);
+  const stored = new Map([...(byNetwork.get(real.network) ?? []), ...(byNetwork.get(real.blockNetwork) ?? [])]);
   const normalise = (m: Map<string, string[]>) => new Map([...m].map(([k, v]) => [k, [...v].sort()]));
   expect(normalise(stored)).toEqual(normalise(model.held));
 }
@@ -212,13 +214,15 @@ const commands = [
 
 export function registerModelCases(ctx: SuiteContext): void {
   it(`model-based random operation sequences (${RUNS} runs of up to ${MAX_COMMANDS}), invariants read back after every step`, async () => {
-    const store = ctx.store();
+    const name = ctx.store().name;
     const ops = { count: 0 };
     let run = 0;
     await fc.assert(
       fc.asyncProperty(fc.commands(commands, { maxCommands: MAX_COMMANDS, size: "max" }), async (cmds) => {
         run += 1;
-        // each run (and each shrink) in networks of its own: no state leaks between runs
+        // each run (and each shrink) on a fresh, empty store: no state leaks between runs, and reading
+        // everything back after each step costs this run's pools, not every earlier run's
+        const store = await ctx.options.create();
         const real: Real = {
           store,
           ipam: createIpam({ store, retry: { baseDelayMs: 0 } }),
@@ -227,11 +231,15 @@ export function registerModelCases(ctx: SuiteContext): void {
           blockNetwork: `model-${run}-b`,
           ops,
         };
-        await fc.asyncModelRun(() => ({ model: { held: new Map() }, real }), cmds);
+        try {
+          await fc.asyncModelRun(() => ({ model: { held: new Map() }, real }), cmds);
+        } finally {
+          await store.close();
+        }
       }),
       { numRuns: RUNS },
     );
-    console.info(`[reliability] ${store.name}: ${ops.count} model-checked operations in ${run} runs`);
+    console.info(`[reliability] ${name}: ${ops.count} model-checked operations in ${run} runs`);
     expect(ops.count).toBeGreaterThan(0);
   }, 1_800_000);
 }
