@@ -14,6 +14,11 @@ for (const kind of ["file", "etcd", "kubernetes"] as StoreKind[]) {
       console.info(`[reliability] kill campaign ${kind}: ${JSON.stringify(r)}`);
       expect(r.killed).toBeGreaterThanOrEqual(Math.floor(KILLS / 2));
       expect(r.killedAdds).toBeGreaterThan(0);
+      // at full size the kills must also land after the store was touched, not all during start-up
+      if (KILLS >= 100) {
+        expect(r.addKills.partial + r.addKills.written, "ADDs killed after writing").toBeGreaterThan(0);
+        expect(r.delKills.partial + r.delKills.released, "DELs killed after releasing").toBeGreaterThan(0);
+      }
       expect({ heldTwice: r.heldTwice, lost: r.lost, unreadable: r.unreadable, deadHeldAfter: r.deadHeldAfter }).toEqual({
         heldTwice: 0,
         lost: 0,

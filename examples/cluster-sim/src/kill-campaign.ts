@@ -19,6 +19,13 @@ export interface KillCampaignResult {
   killed: number;
   killedAdds: number;
   killedDels: number;
+  /**
+   * Where the killed ADDs stood, read from the store before the cleanup: none of the attachment's two
+   * addresses written yet, one of them (killed between the overlapping ranges), or both (killed
+   * before answering). Killed DELs likewise: both still held, one released, both released.
+   */
+  addKills: { untouched: number; partial: number; written: number };
+  delKills: { untouched: number; partial: number; released: number };
   /** Attachments whose ADD was acknowledged and never deleted. */
   live: number;
   /** Reservations held for dead attachments before the cleanup (allowed), and after it (must be 0). */
@@ -36,6 +43,10 @@ export interface KillCampaignResult {
 
 const NS = "kill";
 const NETWORK = "net-1";
+/** CNI processes at once. */
+const CONCURRENCY = 4;
+/** Addresses per attachment: one from each of the config's two overlapping ranges. */
+const ADDRESSES = 2;
 
 interface Attachment {
   id: number;
@@ -43,6 +54,29 @@ interface Attachment {
   /** Addresses of its acknowledged ADD. */
   ips?: string[];
   state: "live" | "dead" | "pending";
+  /** The command a SIGKILL cut short. */
+  killedIn?: "ADD" | "DEL";
+}
+
+/**
+ * Kill moments relative to the median of recent uncut calls of that command under the campaign's
+ * own concurrency (a window measured once, alone, is too short once 4 processes share 2 cores: every
+ * kill then lands before the store is touched). Half are drawn from the whole call (0–1.3 × median);
+ * half from its end (0.6–1.1 ×), where a process does its store work after Node's start-up.
+ */
+class KillWindow {
+  private readonly recent: Record<"ADD" | "DEL", number[]> = { ADD: [], DEL: [] };
+  record(command: "ADD" | "DEL", ms: number): void {
+    const xs = this.recent[command];
+    xs.push(ms);
+    if (xs.length > 16) xs.shift();
+  }
+  draw(command: "ADD" | "DEL", random: () => number): number {
+    const xs = this.recent[command].length > 0 ? this.recent[command] : this.recent.ADD;
+    const sorted = [...xs].sort((a, b) => a - b);
+    const median = sorted[Math.floor(sorted.length / 2)] ?? 100;
+    return random() < 0.5 ? random() * 1.3 * median : (0.6 + random() * 0.5) * median;
+  }
 }
 
 function env(command: string, a: Attachment): Record<string, string> {
@@ -121,39 +155,43 @@ export async function runKillCampaign(cluster: Cluster, options: KillCampaignOpt
     a.state = "live";
     return r.ms;
   };
-  // The typical call time sets the kill window: anywhere from before the store is touched to the end.
-  const typical = (await addLive()) / 2 + (await addLive()) / 2;
+  // The kill window starts from uncut ADDs at the campaign's concurrency, then follows the load.
+  const window = new KillWindow();
+  for (const ms of await limited(CONCURRENCY, Array.from({ length: CONCURRENCY }, () => addLive))) window.record("ADD", ms);
   const result = { killed: 0, killedAdds: 0, killedDels: 0 };
   const ops = Array.from({ length: options.kills * 2 }, (_, i) => async () => {
-    const killAfter = random() * typical * 1.2;
     if (i % 2 === 0) {
       const a = await fresh();
-      const r = await run("ADD", a, conf, killAfter);
+      const r = await run("ADD", a, conf, window.draw("ADD", random));
       if (r.killed) {
         a.state = "dead";
+        a.killedIn = "ADD";
         await bury(a);
         result.killed++;
         result.killedAdds++;
       } else if (r.code === 0) {
+        window.record("ADD", r.ms);
         a.ips = (JSON.parse(r.out) as { ips: { address: string }[] }).ips.map((ip) => ip.address.split("/")[0] ?? "");
         a.state = "live";
       } else throw new Error(`ADD kc-${a.id} answered ${r.out}`);
       return;
     }
-    const victim = attachments.find((a) => a.state === "live" && a.id >= 2 && random() < 0.5);
+    const victim = attachments.find((a) => a.state === "live" && a.id >= CONCURRENCY && random() < 0.5);
     if (victim === undefined) {
-      await addLive();
+      window.record("ADD", await addLive());
       return;
     }
     victim.state = "dead"; // its pod is going away, whatever the DEL manages
     await bury(victim);
-    const r = await run("DEL", victim, conf, killAfter);
+    const r = await run("DEL", victim, conf, window.draw("DEL", random));
     if (r.killed) {
+      victim.killedIn = "DEL";
       result.killed++;
       result.killedDels++;
-    } else if (r.code !== 0) throw new Error(`DEL kc-${victim.id} answered ${r.out}`);
+    } else if (r.code === 0) window.record("DEL", r.ms);
+    else throw new Error(`DEL kc-${victim.id} answered ${r.out}`);
   });
-  await limited(4, ops);
+  await limited(CONCURRENCY, ops);
 
   const held = await readHeld(cluster);
   const byId = new Map(attachments.map((a) => [`kc-${a.id}`, a]));
@@ -162,6 +200,14 @@ export async function runKillCampaign(cluster: Cluster, options: KillCampaignOpt
   const liveHeld = new Set(held.filter((h) => byId.get(h.containerId)?.state === "live").map((h) => `${h.containerId}|${h.address}`));
   const lost = live.reduce((n, a) => n + (a.ips ?? []).filter((ip) => !liveHeld.has(`kc-${a.id}|${ip}`)).length, 0);
   const deadHeldBefore = held.filter((h) => byId.get(h.containerId)?.state !== "live").length;
+  const heldCount = (a: Attachment) => held.filter((h) => h.containerId === `kc-${a.id}`).length;
+  const addKills = { untouched: 0, partial: 0, written: 0 };
+  const delKills = { untouched: 0, partial: 0, released: 0 };
+  for (const a of attachments) {
+    const n = heldCount(a);
+    if (a.killedIn === "ADD") addKills[n === 0 ? "untouched" : n < ADDRESSES ? "partial" : "written"]++;
+    if (a.killedIn === "DEL") delKills[n === ADDRESSES ? "untouched" : n > 0 ? "partial" : "released"]++;
+  }
   let unreadable = 0;
   for (const ref of await options.store.listPools()) await options.store.readPool(ref).catch(() => unreadable++);
 
@@ -190,6 +236,8 @@ export async function runKillCampaign(cluster: Cluster, options: KillCampaignOpt
   const after = await readHeld(cluster);
   return {
     ...result,
+    addKills,
+    delKills,
     live: live.length,
     deadHeldBefore,
     deadHeldAfter: after.filter((h) => byId.get(h.containerId)?.state !== "live").length,
