@@ -157,7 +157,10 @@ export async function runKillCampaign(cluster: Cluster, options: KillCampaignOpt
   };
   // The kill window starts from uncut ADDs at the campaign's concurrency, then follows the load.
   const window = new KillWindow();
-  const calibration = await limited(CONCURRENCY, Array.from({ length: CONCURRENCY }, () => addLive));
+  const calibration = await limited(
+    CONCURRENCY,
+    Array.from({ length: CONCURRENCY }, () => addLive),
+  );
   for (const ms of calibration) window.record("ADD", ms);
   const result = { killed: 0, killedAdds: 0, killedDels: 0 };
   const ops = Array.from({ length: options.kills * 2 }, (_, i) => async () => {
