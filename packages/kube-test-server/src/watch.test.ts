@@ -108,9 +108,10 @@ for (const target of harnessTargets({ historyEvents: 20, bookmarkIntervalMs: 20 
 
       it("sends BOOKMARK events carrying only the current resourceVersion when asked, the first marking the initial events' end", async () => {
         await create("w-bookmark", "b0");
-        // A real kube-apiserver sends a periodic bookmark once a minute, or 2 s before the watch's
-        // deadline if that is sooner (cacher's nextBookmarkTime): a 10 s watch gets one after ~8 s
-        // instead of up to a minute, inside the test's time limit.
+        // A real kube-apiserver schedules periodic bookmarks once a minute, or by the watch's deadline
+        // if that is sooner (cacher's nextBookmarkTime): without timeoutSeconds the second bookmark
+        // sometimes came after the test's 30 s limit (1 of 2 runs); with a 10 s watch it came after
+        // ~2 s in each of 8 runs.
         const w = await watch(path("w-bookmark"), { allowWatchBookmarks: true, timeoutSeconds: 10 });
         await w.until((events) => events.some((e) => e.type === "BOOKMARK"));
         expect(w.events.slice(0, 2).map((e) => e.type)).toEqual(["ADDED", "BOOKMARK"]);
