@@ -4,7 +4,7 @@ import type { IpamStore } from "@ipamkit/core";
 import { createKubernetesPodSource, reconcileOnce } from "@ipamkit/reconciler";
 import { type Held, readEtcd, readFileStore, readIpPools } from "./audit.js";
 import { type Cluster, POOL_NAMESPACE } from "./cluster.js";
-import { limited, PLUGIN } from "./cni.js";
+import { limited, PLUGIN, quantile } from "./cni.js";
 
 /**
  * The SIGKILL campaign (RELIABILITY.md): CNI processes in direct mode (the process itself does the
@@ -72,9 +72,8 @@ class KillWindow {
     if (xs.length > 16) xs.shift();
   }
   draw(command: "ADD" | "DEL", random: () => number): number {
-    const xs = this.recent[command].length > 0 ? this.recent[command] : this.recent.ADD;
-    const sorted = [...xs].sort((a, b) => a - b);
-    const median = sorted[Math.floor(sorted.length / 2)] ?? 100;
+    // the calibration ADDs come first, so there is always a sample
+    const median = quantile(this.recent[command].length > 0 ? this.recent[command] : this.recent.ADD, 0.5);
     return random() < 0.5 ? random() * 1.3 * median : (0.6 + random() * 0.5) * median;
   }
 }
@@ -204,11 +203,12 @@ export async function runKillCampaign(cluster: Cluster, options: KillCampaignOpt
   const liveHeld = new Set(held.filter((h) => byId.get(h.containerId)?.state === "live").map((h) => `${h.containerId}|${h.address}`));
   const lost = live.reduce((n, a) => n + (a.ips ?? []).filter((ip) => !liveHeld.has(`kc-${a.id}|${ip}`)).length, 0);
   const deadHeldBefore = held.filter((h) => byId.get(h.containerId)?.state !== "live").length;
-  const heldCount = (a: Attachment) => held.filter((h) => h.containerId === `kc-${a.id}`).length;
+  const heldBy = new Map<string, number>();
+  for (const h of held) heldBy.set(h.containerId, (heldBy.get(h.containerId) ?? 0) + 1);
   const addKills = { untouched: 0, partial: 0, written: 0 };
   const delKills = { untouched: 0, partial: 0, released: 0 };
   for (const a of attachments) {
-    const n = heldCount(a);
+    const n = heldBy.get(`kc-${a.id}`) ?? 0;
     if (a.killedIn === "ADD") addKills[n === 0 ? "untouched" : n < ADDRESSES ? "partial" : "written"]++;
     if (a.killedIn === "DEL") delKills[n === ADDRESSES ? "untouched" : n > 0 ? "partial" : "released"]++;
   }
