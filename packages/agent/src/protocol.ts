@@ -3,6 +3,13 @@
  * newline. The request carries what a runtime gives a CNI plugin (the CNI_* environment and stdin);
  * the answer is what the plugin would have printed and its exit code, so forwarding changes nothing
  * a runtime can see.
+ *
+ * The "raw" frame is for the native forwarder (examples/cni-plugin/src/forwarder.c), which parses
+ * no JSON: its request adds `frame: "raw"` and `socket`, the agent_socket it found in stdin, and
+ * the answer is a header line `raw <exit code> <stdout bytes> <stderr bytes>` followed by both
+ * texts. When `socket` is not what the config names as the Node forwarder reads it (see
+ * @ipamkit/cni/agent-settings), the call is not run and the answer is `fallback`: the native
+ * forwarder then hands the call to the Node forwarder, which applies every rule.
  */
 export const PROTOCOL_VERSION = 1;
 
@@ -14,6 +21,10 @@ export interface AgentRequest {
   /** The CNI_* variables of the invocation. */
   readonly env: Readonly<Record<string, string>>;
   readonly stdin: string;
+  /** "raw": answer in the raw frame (see above). */
+  readonly frame?: "raw";
+  /** With frame "raw": the agent_socket the forwarder found in stdin and connected to. */
+  readonly socket?: string;
 }
 
 /** Asks for the agent's counters instead of running a CNI call; the answer's stdout is AgentStats JSON. */
@@ -43,6 +54,8 @@ export function requestProblem(value: unknown): string | undefined {
   if (r.v !== PROTOCOL_VERSION) return `unsupported protocol version ${JSON.stringify(r.v)} (this agent speaks ${PROTOCOL_VERSION})`;
   if (r.op !== undefined) return r.op === "stats" ? undefined : `unknown op ${JSON.stringify(r.op)}`;
   if (typeof r.stdin !== "string") return "stdin must be a string";
+  if (r.frame !== undefined && r.frame !== "raw") return `unknown frame ${JSON.stringify(r.frame)}`;
+  if (r.frame === "raw" && typeof r.socket !== "string") return "a raw-frame request must name its socket";
   if (typeof r.env !== "object" || r.env === null || Array.isArray(r.env)) return "env must be an object";
   for (const [name, v] of Object.entries(r.env)) {
     if (!name.startsWith("CNI_")) return `env may hold only CNI_* variables, not ${JSON.stringify(name)}`;
@@ -50,6 +63,15 @@ export function requestProblem(value: unknown): string | undefined {
   }
   return undefined;
 }
+
+/** An answer in the raw frame: the header line, then stdout and stderr, lengths in UTF-8 bytes. */
+export function rawFrame(response: AgentResponse): string {
+  const { exitCode, stdout, stderr } = response;
+  return `raw ${exitCode} ${Buffer.byteLength(stdout)} ${Buffer.byteLength(stderr)}\n${stdout}${stderr}`;
+}
+
+/** The raw-frame answer that runs nothing: the forwarder hands the call to the Node forwarder. */
+export const RAW_FALLBACK = "fallback\n";
 
 export function isResponse(value: unknown): value is AgentResponse {
   if (typeof value !== "object" || value === null) return false;

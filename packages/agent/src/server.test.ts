@@ -109,6 +109,8 @@ describe("the agent", () => {
       '{"v":1,"env":{"CNI_COMMAND":7},"stdin":""}\n',
       '{"v":1,"env":{}}\n',
       '{"v":1,"op":"reboot"}\n',
+      '{"v":1,"env":{},"stdin":"","frame":"zip"}\n',
+      '{"v":1,"env":{},"stdin":"","frame":"raw"}\n',
       "[]\n",
       `${"x".repeat(5 * 1024 * 1024)}\n`,
       "",
@@ -166,5 +168,55 @@ describe("the agent", () => {
     }
     expect(() => statSync(socketPath)).toThrow();
     await expect(forwardToAgent({ socketPath, env: env("ADD"), stdin: conf() })).rejects.toMatchObject({ kind: "unreachable" });
+  });
+
+  describe("the raw frame (the native forwarder's)", () => {
+    const rawRequest = (stdin: string, socket: string, command = "ADD", containerId = "r1") =>
+      `${JSON.stringify({ v: 1, frame: "raw", socket, env: env(command, containerId), stdin })}\n`;
+    /** Header fields and the two texts, cut by the header's byte counts. */
+    const parseRaw = (answer: string) => {
+      const bytes = Buffer.from(answer);
+      const nl = bytes.indexOf(10);
+      const [tag, code, outLen, errLen] = bytes.subarray(0, nl).toString().split(" ");
+      const body = bytes.subarray(nl + 1);
+      expect(tag).toBe("raw");
+      expect(body.length).toBe(Number(outLen) + Number(errLen));
+      return {
+        exitCode: Number(code),
+        stdout: body.subarray(0, Number(outLen)).toString(),
+        stderr: body.subarray(Number(outLen)).toString(),
+      };
+    };
+
+    it("answers the same call as the JSON frame would, lengths counted in UTF-8 bytes", async () => {
+      // a multi-byte network name travels into the error message: byte and character counts differ
+      const named = conf({ agent_socket: socketPath, range: "10.30.0.0/33" }).replace('"name":"net"', '"name":"nét-ü"');
+      const viaRaw = parseRaw(await rawCall(rawRequest(named, socketPath, "ADD", "e1")));
+      const viaJson = await forwardToAgent({ socketPath, env: env("ADD", "e1"), stdin: named });
+      expect(viaRaw).toEqual({ exitCode: viaJson.exitCode, stdout: viaJson.stdout, stderr: viaJson.stderr });
+      expect(viaRaw.exitCode).toBe(1);
+      expect(JSON.parse(viaRaw.stdout)).toMatchObject({ code: 7 });
+
+      const added = parseRaw(await rawCall(rawRequest(conf({ agent_socket: socketPath }), socketPath)));
+      expect(added.exitCode).toBe(0);
+      expect(JSON.parse(added.stdout).ips).toEqual([{ address: "10.30.0.1/24" }]);
+      expect(agent?.stats()).toMatchObject({ raw: 2, fallbacks: 0, requests: 3 });
+    });
+
+    it("runs nothing and answers `fallback` when the config does not name the socket the forwarder used", async () => {
+      const elsewhere = join(dir, "other.sock");
+      const cases = [
+        // the forwarder found "agent_socket" outside the ipam block
+        JSON.stringify({ cniVersion: "1.1.0", name: "net", args: { agent_socket: socketPath }, ipam: JSON.parse(conf()).ipam }),
+        conf({ agent_socket: elsewhere }),
+        conf(),
+        "not json",
+      ];
+      for (const stdin of cases) expect(await rawCall(rawRequest(stdin, socketPath))).toBe("fallback\n");
+      expect(agent?.stats()).toMatchObject({ raw: 0, fallbacks: cases.length, requests: 0 });
+      // nothing was allocated by the refused calls: the next ADD gets the first address
+      const added = parseRaw(await rawCall(rawRequest(conf({ agent_socket: socketPath }), socketPath)));
+      expect(JSON.parse(added.stdout).ips).toEqual([{ address: "10.30.0.1/24" }]);
+    });
   });
 });

@@ -2,10 +2,19 @@ import { existsSync, readFileSync, unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { hostname } from "node:os";
 import { CNI_CODES, CniError, type ConfigFs, dispatch, errorJson, type IpamConfig } from "@ipamkit/cni";
+import { agentSettings } from "@ipamkit/cni/agent-settings";
 import type { IpamStore } from "@ipamkit/core";
 import pino, { type Logger } from "pino";
 import { KeyedQueue } from "./pool-queue.js";
-import { type AgentResponse, MAX_REQUEST_BYTES, PROTOCOL_VERSION, requestProblem } from "./protocol.js";
+import {
+  type AgentRequest,
+  type AgentResponse,
+  MAX_REQUEST_BYTES,
+  PROTOCOL_VERSION,
+  RAW_FALLBACK,
+  rawFrame,
+  requestProblem,
+} from "./protocol.js";
 import { prepareSocketPath, restrictSocket } from "./socket-file.js";
 import { StoreCache } from "./store-cache.js";
 
@@ -25,6 +34,10 @@ export interface AgentStats {
   /** By exit code: 0 answered, 1 a CNI error. */
   byExitCode: Record<string, number>;
   malformed: number;
+  /** Requests answered in the raw frame (the native forwarder). */
+  raw: number;
+  /** Raw-frame requests whose socket the config does not name: handed back to the Node forwarder. */
+  fallbacks: number;
   inFlight: number;
   stores: number;
   /** Store write conflicts (retried). One queue per pool: these come from other nodes. */
@@ -53,7 +66,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   const queue = new KeyedQueue();
   const stores = new StoreCache(options.openStore);
   const fs = options.fs ?? realFs;
-  const stats: AgentStats = { requests: 0, byExitCode: {}, malformed: 0, inFlight: 0, stores: 0, conflicts: 0 };
+  const stats: AgentStats = { requests: 0, byExitCode: {}, malformed: 0, raw: 0, fallbacks: 0, inFlight: 0, stores: 0, conflicts: 0 };
   const inFlight = new Set<Promise<void>>();
   const snapshot = (): AgentStats => ({ ...stats, byExitCode: { ...stats.byExitCode }, stores: stores.size, conflicts: stores.conflicts });
 
@@ -107,12 +120,14 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   function serve(socket: Socket): void {
     let text = "";
     let done = false;
+    let raw = false;
     socket.setEncoding("utf8");
-    const respond = (response: AgentResponse) => {
+    const send = (text: string) => {
       if (done) return;
       done = true;
-      socket.end(`${JSON.stringify(response)}\n`);
+      socket.end(text);
     };
+    const respond = (response: AgentResponse) => send(raw ? rawFrame(response) : `${JSON.stringify(response)}\n`);
     const handle = async () => {
       let request: unknown;
       try {
@@ -125,7 +140,16 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       if ((request as { op?: string }).op === "stats") {
         return respond({ v: PROTOCOL_VERSION, exitCode: 0, stdout: JSON.stringify(snapshot()), stderr: "" });
       }
-      const { env, stdin } = request as { env: Record<string, string>; stdin: string };
+      const { env, stdin, frame, socket: named } = request as AgentRequest;
+      if (frame === "raw") {
+        // the forwarder's routing is a hint: run the call only where the Node forwarder would send it
+        if (agentSettings(stdin, fs)?.socket !== named) {
+          stats.fallbacks++;
+          return send(RAW_FALLBACK);
+        }
+        raw = true;
+        stats.raw++;
+      }
       stats.requests++;
       stats.inFlight++;
       try {
