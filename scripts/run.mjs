@@ -34,7 +34,8 @@ function ensurePnpm() {
 /**
  * Debian packages the tests use for real: etcd (etcd-server, etcd-client), openssl for throw-away
  * TLS certificates, the CNI reference plugins (bridge, macvlan, host-local in /usr/lib/cni) and
- * iproute2 for the end-to-end tests in network namespaces.
+ * iproute2 for the end-to-end tests in network namespaces, gcc and the static C library for the
+ * native CNI forwarder (examples/cni-plugin/src/forwarder.c).
  */
 function ensureDebianPackages() {
   const missing = [
@@ -43,6 +44,8 @@ function ensureDebianPackages() {
     ["command -v openssl", "openssl"],
     ["test -x /usr/lib/cni/bridge && test -x /usr/lib/cni/macvlan && test -x /usr/lib/cni/host-local", "containernetworking-plugins"],
     ["command -v ip", "iproute2"],
+    ["command -v cc", "gcc"],
+    ['cc -print-file-name=libc.a | grep -q / && test -f "$(cc -print-file-name=libc.a)"', "libc6-dev"],
   ].filter(([check]) => spawnSync("sh", ["-c", check]).status !== 0);
   if (missing.length === 0) return;
   const packages = missing.map(([, pkg]) => pkg);

@@ -1,10 +1,12 @@
-// Builds the plugin as minified CommonJS files that run with plain `node` when the dist folder is
-// copied into a CNI bin directory: dist/ipamkit (shebang; the small forwarder to the node-local
-// agent), dist/ipamkit-direct.cjs (the whole plugin, every dependency bundled — ESM builds, so
+// Builds the plugin as files that run when the dist folder is copied into a CNI bin directory:
+// dist/ipamkit (src/forwarder.c, a static program: relays calls to the node-local agent, hands every
+// other call to ipamkit-node), dist/ipamkit-node (shebang; the Node forwarder), then minified
+// CommonJS that runs with plain `node`: dist/ipamkit-direct.cjs (the whole plugin, every dependency bundled — ESM builds, so
 // zod/mini tree-shakes — except the etcd client: grpc + .proto files at run time, loaded only for
 // datastore "etcd"), dist/ipamkit-kubernetes.cjs (the Kubernetes store and @kubernetes/client-node,
 // ~1 MB, loaded only for datastore "kubernetes") and dist/ipamkit-agent (the agent, shebang).
-import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
 
 /** One minified CommonJS bundle for Node 20, resolving sibling packages to their sources. */
@@ -23,8 +25,8 @@ const bundle = (options) =>
 
 rmSync("dist", { recursive: true, force: true });
 mkdirSync("dist");
-// dist/ipamkit is only the forwarder (~10 KB); the plugin itself is dist/ipamkit-direct.cjs
-await bundle({ entryPoints: ["src/main.ts"], outfile: "dist/ipamkit", banner: { js: "#!/usr/bin/env node" } });
+// dist/ipamkit-node is only the Node forwarder (~4 KB); the plugin itself is dist/ipamkit-direct.cjs
+await bundle({ entryPoints: ["src/main.ts"], outfile: "dist/ipamkit-node", banner: { js: "#!/usr/bin/env node" } });
 await bundle({ entryPoints: ["src/direct.ts"], outfile: "dist/ipamkit-direct.cjs", external: ["etcd3", "cockatiel"] });
 await bundle({ entryPoints: ["src/kubernetes.ts"], outfile: "dist/ipamkit-kubernetes.cjs" });
 // the node-local agent: same store loading (etcd3 beside it, the Kubernetes bundle above), plus pino
@@ -34,7 +36,20 @@ await bundle({
   external: ["etcd3", "cockatiel"],
   banner: { js: "#!/usr/bin/env node" },
 });
-chmodSync("dist/ipamkit", 0o755);
+chmodSync("dist/ipamkit-node", 0o755);
 chmodSync("dist/ipamkit-agent", 0o755);
+// static: the file is copied onto hosts whose C library is not the build image's
+const cc = process.env.CC ?? "cc";
+const compiled = spawnSync(cc, ["-O2", "-Wall", "-Wextra", "-Werror", "-static", "-s", "-o", "dist/ipamkit", "src/forwarder.c"], {
+  stdio: "inherit",
+});
+if (compiled.error?.code === "ENOENT") {
+  // without a C compiler the Node forwarder is the binary: every call works, each costs a Node start
+  console.warn(`build: no C compiler (${cc}); dist/ipamkit is the Node forwarder — install gcc for the native one`);
+  copyFileSync("dist/ipamkit-node", "dist/ipamkit");
+  chmodSync("dist/ipamkit", 0o755);
+} else if (compiled.status !== 0) {
+  throw new Error(`build: ${cc} failed on src/forwarder.c`);
+}
 // keeps the extensionless file CommonJS inside this ESM workspace package
 writeFileSync("dist/package.json", '{"type":"commonjs"}\n');

@@ -39,9 +39,10 @@ const held = async () => {
 };
 
 describe("the binary and the agent", () => {
-  it("the forwarding path loads nothing but the forwarder: dist/ipamkit alone serves a Kubernetes network through the agent", async () => {
-    const { copyFileSync, mkdirSync } = await import("node:fs");
+  it("the forwarding path runs no Node at all: dist/ipamkit alone serves a Kubernetes network through the agent", async () => {
+    const { chmodSync, copyFileSync, mkdirSync } = await import("node:fs");
     const { startKubeTestServer } = await import("@ipamkit/kube-test-server");
+    const { agentStats } = await import("@ipamkit/agent/client");
     const server = await startKubeTestServer({ port: 0 });
     try {
       const kubeconfig = join(dir, "kubeconfig");
@@ -49,23 +50,27 @@ describe("the binary and the agent", () => {
       agent = await startAgentProcess(socketPath());
       const bin = join(dir, "bin");
       mkdirSync(bin);
-      // no ipamkit-direct.cjs, no ipamkit-kubernetes.cjs, no node_modules beside it
+      // no ipamkit-node, no ipamkit-direct.cjs, no ipamkit-kubernetes.cjs, no node_modules beside it
       copyFileSync(PLUGIN, join(bin, "ipamkit"));
       const conf = netconf({ datastore: "kubernetes", kubernetes: { kubeconfig }, agent_required: true, data_dir: undefined });
       const add = await runPlugin(cniEnv("ADD", "f1"), conf, join(bin, "ipamkit"));
       expect(add.stderr).toBe("");
       expect(add.json).toEqual({ cniVersion: "1.1.0", ips: [{ address: "10.60.0.1/22" }] });
-      // and without the agent, that copy has no plugin to fall back to: a clear error, no stack trace
+      expect(await agentStats(socketPath())).toMatchObject({ raw: 1, fallbacks: 0 });
+      // without the agent, that copy has nothing to hand the call to: a clear error, no stack trace
       await agent.stop();
       agent = undefined;
-      const alone = await runPlugin(
-        cniEnv("ADD", "f2"),
-        netconf({ datastore: "kubernetes", kubernetes: { kubeconfig }, data_dir: undefined }),
-        join(bin, "ipamkit"),
-      );
+      const kube = netconf({ datastore: "kubernetes", kubernetes: { kubeconfig }, data_dir: undefined });
+      const alone = await runPlugin(cniEnv("ADD", "f2"), kube, join(bin, "ipamkit"));
       expect(alone.code).toBe(1);
-      expect(alone.json).toMatchObject({ code: 2, msg: expect.stringMatching(/ipamkit-direct\.cjs\) cannot be loaded/) });
-      expect(alone.stdout + alone.stderr).not.toMatch(/\n\s+at /);
+      expect(alone.json).toMatchObject({ code: 2, msg: expect.stringMatching(/ipamkit-node\) cannot be run beside this binary/) });
+      // with the Node forwarder beside it but not the plugin: the Node forwarder's error
+      copyFileSync(join(PLUGIN, "..", "ipamkit-node"), join(bin, "ipamkit-node"));
+      chmodSync(join(bin, "ipamkit-node"), 0o755);
+      const noPlugin = await runPlugin(cniEnv("ADD", "f2"), kube, join(bin, "ipamkit"));
+      expect(noPlugin.code).toBe(1);
+      expect(noPlugin.json).toMatchObject({ code: 2, msg: expect.stringMatching(/ipamkit-direct\.cjs\) cannot be loaded/) });
+      for (const r of [alone, noPlugin]) expect(r.stdout + r.stderr).not.toMatch(/\n\s+at /);
     } finally {
       await server.close();
     }
@@ -149,4 +154,15 @@ it("the DaemonSet manifest runs the agent on the socket the README configures, o
   const nodeArg = args[args.indexOf("--node-name") + 1] ?? "";
   const variable = /^\$\((\w+)\)$/.exec(nodeArg)?.[1];
   expect(pod?.containers[0]?.env.find((e) => e.name === variable)?.valueFrom?.fieldRef?.fieldPath).toBe("spec.nodeName");
+  // the installer copies every file the binary may hand a call to (readdirSync: what the build makes)
+  const { readdirSync } = await import("node:fs");
+  const install = readFileSync(join(root, "deploy", "agent-daemonset.yaml"), "utf8").match(/"cp ([^"]+) \/host\/opt\/cni\/bin\/"/)?.[1];
+  const built = readdirSync(join(root, "dist")).filter((f) => f.startsWith("ipamkit"));
+  expect(
+    install
+      ?.split(" ")
+      .map((f) => f.replace("/app/dist/", ""))
+      .filter((f) => f.startsWith("ipamkit"))
+      .sort(),
+  ).toEqual(built.sort());
 });

@@ -199,14 +199,14 @@ for (const mode of ["direct", "agent"] as const) {
 
     // direct mode only: the agent loads etcd3 from its own node_modules
     if (mode === "direct") {
-      it("runs copied into a bin directory (ipamkit + ipamkit-direct.cjs), and an ADD on the file store loads no etcd client", async () => {
+      it("runs copied into a bin directory (ipamkit, ipamkit-node, ipamkit-direct.cjs), and an ADD on the file store loads no etcd client", async () => {
         const bin = join(dir, "bin");
         const { mkdirSync } = await import("node:fs");
         mkdirSync(bin);
-        copyFileSync(PLUGIN, join(bin, "ipamkit"));
-        copyFileSync(join(PLUGIN, "..", "ipamkit-direct.cjs"), join(bin, "ipamkit-direct.cjs"));
+        for (const name of ["ipamkit", "ipamkit-node", "ipamkit-direct.cjs"]) copyFileSync(join(PLUGIN, "..", name), join(bin, name));
         const { chmodSync } = await import("node:fs");
         chmodSync(join(bin, "ipamkit"), 0o755);
+        chmodSync(join(bin, "ipamkit-node"), 0o755);
         const ok = await runPlugin(cniEnv("ADD"), netconf("1.0.0"), join(bin, "ipamkit"));
         expect(ok.code).toBe(0);
         const etcd = await runPlugin(

@@ -1,7 +1,10 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 
+/** The binary a runtime executes (native; it hands non-agent calls to PLUGIN_NODE beside it). */
 export const PLUGIN = join(import.meta.dirname, "..", "dist", "ipamkit");
+/** The Node forwarder. */
+export const PLUGIN_NODE = join(import.meta.dirname, "..", "dist", "ipamkit-node");
 
 export interface PluginRun {
   code: number | null;
@@ -11,7 +14,7 @@ export interface PluginRun {
 }
 
 /** Runs the built plugin as a runtime would: CNI_* environment, config on stdin. */
-export function runPlugin(env: Record<string, string>, stdin: string | object, binary = PLUGIN): Promise<PluginRun> {
+export function runPlugin(env: Record<string, string>, stdin: string | Buffer | object, binary = PLUGIN): Promise<PluginRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(binary, [], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env }, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
@@ -32,7 +35,7 @@ export function runPlugin(env: Record<string, string>, stdin: string | object, b
       }
       resolve({ code, stdout, stderr, json });
     });
-    child.stdin.end(typeof stdin === "string" ? stdin : JSON.stringify(stdin));
+    child.stdin.end(typeof stdin === "string" || Buffer.isBuffer(stdin) ? stdin : JSON.stringify(stdin));
   });
 }
 

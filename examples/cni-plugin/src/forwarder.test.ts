@@ -1,0 +1,174 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { agentStats } from "@ipamkit/agent/client";
+import fc from "fast-check";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type AgentProcess, startAgentProcess } from "../test/agent-process.js";
+import { cniEnv, PLUGIN_NODE, type PluginRun, runPlugin } from "../test/run-plugin.js";
+
+// dist/ipamkit (src/forwarder.c) against dist/ipamkit-node (the Node forwarder): a runtime must not
+// be able to tell them apart.
+
+let dir: string;
+let agent: AgentProcess | undefined;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "ipamkit-native-"));
+  writeFileSync(join(dir, "whereabouts.conf"), "{}");
+});
+afterEach(async () => {
+  await agent?.stop();
+  agent = undefined;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const socketPath = () => join(dir, "agent.sock");
+const netconf = (ipam: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.0.0",
+  name: "native-net",
+  ...extra,
+  ipam: {
+    type: "ipamkit",
+    range: "10.61.0.0/20",
+    data_dir: join(dir, "store"),
+    configuration_path: dir,
+    agent_socket: socketPath(),
+    ...ipam,
+  },
+});
+const same = (a: PluginRun, b: PluginRun) =>
+  expect({ code: a.code, stdout: a.stdout, stderr: a.stderr }).toEqual({ code: b.code, stdout: b.stdout, stderr: b.stderr });
+
+describe("the native forwarder with an agent", () => {
+  beforeEach(async () => {
+    agent = await startAgentProcess(socketPath());
+  });
+
+  it("relays the agent's answers byte for byte — results, errors, exit codes — as the Node forwarder does", async () => {
+    const add = await runPlugin(cniEnv("ADD", "n1"), netconf());
+    expect(add).toMatchObject({ code: 0, stderr: "", json: { cniVersion: "1.0.0", ips: [{ address: "10.61.0.1/20" }] } });
+    same(add, await runPlugin(cniEnv("ADD", "n1"), netconf(), PLUGIN_NODE));
+    // an error whose message carries multi-byte characters (the frame counts bytes)
+    const bad = netconf({ range: "10.61.0.0/33" }, { name: "nét-ü" });
+    const error = await runPlugin(cniEnv("ADD", "n2"), bad);
+    expect(error.code).toBe(1);
+    expect(error.json).toMatchObject({ code: 7, msg: expect.stringContaining("nét-ü") });
+    same(error, await runPlugin(cniEnv("ADD", "n2"), bad, PLUGIN_NODE));
+    const del = await runPlugin(cniEnv("DEL", "n1"), netconf());
+    expect(del).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    // the 3 native calls answered in the raw frame, the 2 Node ones in JSON
+    expect(await agentStats(socketPath())).toMatchObject({ requests: 5, raw: 3, fallbacks: 0 });
+  });
+
+  it("carries any bytes of stdin and the CNI_* environment as the Node forwarder does (property, 25 runs)", async () => {
+    // what JSON must escape, multi-byte characters, and anything else; environment values cannot hold NUL
+    const special = ['"', "\\", "é", "€", "😀", "\u2028", ...Array.from({ length: 31 }, (_, i) => String.fromCharCode(i + 1))];
+    const text = fc
+      .oneof(fc.string({ unit: fc.constantFrom(...special), maxLength: 24 }), fc.string({ unit: "binary", maxLength: 24 }))
+      .map((s) => s.replaceAll("\0", ""));
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(text, text, text, async (name, ifName, args) => {
+        run++;
+        // the name and interface land in error messages; the args are CNI_ARGS, parsed by the plugin
+        const conf = JSON.stringify(netconf({}, { name }));
+        const env = cniEnv("ADD", `p${run}`, ifName === "" ? "net1" : ifName, { CNI_ARGS: `IgnoreUnknown=1;X=${args}` });
+        const [native, node] = await Promise.all([runPlugin(env, conf), runPlugin(env, conf, PLUGIN_NODE)]);
+        same(native, node);
+      }),
+      { numRuns: 25 },
+    );
+    // and invalid UTF-8 spliced into stdin decodes the same way on both paths
+    const bytes = Buffer.concat([
+      Buffer.from('{"cniVersion":"1.0.0","name":"x'),
+      Buffer.from([0xff, 0xc3]),
+      Buffer.from(`",${JSON.stringify({ ipam: netconf().ipam }).slice(1)}`),
+    ]);
+    const [native, node] = await Promise.all([runPlugin(cniEnv("ADD", "u1"), bytes), runPlugin(cniEnv("ADD", "u1"), bytes, PLUGIN_NODE)]);
+    expect(native.json).toMatchObject({ code: 7 });
+    same(native, node);
+    // every native request was a well-formed raw request: none refused, none decoded as malformed
+    expect(await agentStats(socketPath())).toMatchObject({ raw: run + 1, fallbacks: 0, malformed: 0 });
+  });
+
+  it("sends a 300 KB config (larger than a pipe holds) to the agent, and to the Node forwarder when the agent is gone", async () => {
+    const big = netconf({}, { padding: "x".repeat(300_000) });
+    const viaAgent = await runPlugin(cniEnv("ADD", "big1"), big);
+    expect(viaAgent).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.61.0.1/20" }] } });
+    expect((await agentStats(socketPath())).raw).toBe(1);
+    await agent?.stop();
+    agent = undefined;
+    const direct = await runPlugin(cniEnv("ADD", "big2"), big);
+    expect(direct.stderr).toMatch(/ENOENT; running the call directly/);
+    expect(direct.json).toMatchObject({ ips: [{ address: "10.61.0.2/20" }] });
+  });
+
+  it("hands a call to the Node forwarder when `agent_socket` is not where the Node forwarder reads it", async () => {
+    // outside the ipam block: the agent refuses the raw request, the Node forwarder runs it directly
+    const conf = netconf({ agent_socket: undefined }, { metadata: { agent_socket: socketPath() } });
+    const r = await runPlugin(cniEnv("ADD", "m1"), conf);
+    expect(r).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.61.0.1/20" }] } });
+    expect(await agentStats(socketPath())).toMatchObject({ requests: 0, raw: 0, fallbacks: 1 });
+  });
+});
+
+describe("the native forwarder without an agent", () => {
+  it("answers VERSION, a config without agent_socket, an agent that is down or required, as the Node forwarder does", async () => {
+    const version = await runPlugin({ CNI_COMMAND: "VERSION" }, { cniVersion: "1.1.0" });
+    expect(version.json).toMatchObject({ supportedVersions: expect.arrayContaining(["1.1.0"]) });
+    same(version, await runPlugin({ CNI_COMMAND: "VERSION" }, { cniVersion: "1.1.0" }, PLUGIN_NODE));
+
+    const plain = await runPlugin(cniEnv("ADD", "v1"), netconf({ agent_socket: undefined }));
+    expect(plain).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.61.0.1/20" }] } });
+
+    const down = await runPlugin(cniEnv("ADD", "v2"), netconf());
+    expect(down.stderr).toMatch(/ENOENT; running the call directly/);
+    expect(down.json).toMatchObject({ ips: [{ address: "10.61.0.2/20" }] });
+
+    const required = await runPlugin(cniEnv("ADD", "v3"), netconf({ agent_required: true }));
+    expect(required.code).toBe(1);
+    expect(required.json).toMatchObject({ code: 11, msg: expect.stringContaining("agent_required") });
+    same(required, await runPlugin(cniEnv("ADD", "v3"), netconf({ agent_required: true }), PLUGIN_NODE));
+  });
+
+  describe("when the socket gives no usable answer, the Node forwarder takes the call (and gets none either)", () => {
+    let server: Server | undefined;
+    afterEach(async () => {
+      await new Promise((r) => server?.close(r));
+      server = undefined;
+    });
+    const answering = async (reply: (request: string) => string) => {
+      const requests: string[] = [];
+      server = createServer({ allowHalfOpen: true }, (socket) => {
+        let text = "";
+        socket.on("data", (d) => (text += d));
+        socket.on("end", () => {
+          requests.push(text);
+          socket.end(reply(text));
+        });
+      });
+      await new Promise<void>((r) => server?.listen(socketPath(), r));
+      return requests;
+    };
+
+    for (const [what, reply] of [
+      ["a truncated raw answer", () => "raw 0 999 0\n{}"],
+      ["a header with extra fields", () => "raw 0 2 0 9\n{}"],
+      ["an exit code out of range", () => "raw 300 2 0\n{}"],
+      ["`fallback`", () => "fallback\n"],
+      ["nothing", () => ""],
+    ] as const) {
+      it(what, async () => {
+        const requests = await answering(reply);
+        const r = await runPlugin(cniEnv("ADD", "g1"), netconf());
+        // the native request, then the Node forwarder's own (JSON) request, then direct mode
+        expect(requests).toHaveLength(2);
+        expect(JSON.parse(requests[0] ?? "")).toMatchObject({ v: 1, frame: "raw", socket: socketPath(), env: { CNI_COMMAND: "ADD" } });
+        expect(JSON.parse(requests[1] ?? "").frame).toBeUndefined();
+        expect(r.stderr).toMatch(/running the call directly/);
+        expect(r.json).toMatchObject({ ips: [{ address: "10.61.0.1/20" }] });
+      });
+    }
+  });
+});
