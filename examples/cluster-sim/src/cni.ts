@@ -75,17 +75,30 @@ export function quantile(xs: readonly number[], q: number): number {
 /** A CNI plugin that does nothing: reads its stdin, answers `{}` — the cost of the process alone. */
 const NOOP = "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>process.stdout.write('{}'))";
 
+/** A process that does nothing but read its stdin: what a call costs before any IPAM work. */
+export interface NoopProcess {
+  label: string;
+  command: string;
+  args: string[];
+}
+
+/** The cost of a Node plugin (or of ipamkit's Node forwarder) before it does anything. */
+export const NODE_NOOP: NoopProcess = { label: "no-op Node processes", command: process.execPath, args: ["-e", NOOP] };
+/** The cost of any native plugin (Go, C — ipamkit's native forwarder) before it does anything. */
+export const NATIVE_NOOP: NoopProcess = { label: "no-op native processes (cat)", command: "cat", args: [] };
+
 /**
- * The floor of a phase on this machine: `calls` no-op Node processes (fed the same stdin), at most
- * `concurrency` at once. No IPAM can make a phase of that many CNI calls faster.
+ * The floor of a phase on this machine: `calls` no-op processes (fed the same stdin), at most
+ * `concurrency` at once, spawned from this process as the CNI calls are.
  */
-export async function processFloor(calls: number, concurrency: number, conf: string): Promise<number> {
+export async function processFloor(options: { calls: number; concurrency: number; conf: string; noop: NoopProcess }): Promise<number> {
+  const { calls, concurrency, conf, noop } = options;
   const started = performance.now();
   await limited(
     concurrency,
     Array.from({ length: calls }, () => async () => {
       await new Promise<void>((resolve) => {
-        const child = spawn(process.execPath, ["-e", NOOP], { stdio: ["pipe", "ignore", "ignore"], env: { PATH: process.env.PATH ?? "" } });
+        const child = spawn(noop.command, noop.args, { stdio: ["pipe", "ignore", "ignore"], env: { PATH: process.env.PATH ?? "" } });
         child.on("close", () => resolve());
         child.stdin.end(conf);
       });

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { openSimStore, type StoreKind, startCluster } from "./cluster.js";
-import { limited, processFloor } from "./cni.js";
+import { limited, NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
 import { type PhaseResult, runScenario } from "./scenario.js";
 import { lineChart, type Series } from "./svg.js";
 import { sweep } from "./sweep.js";
@@ -37,17 +37,21 @@ const lines = [
   "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
 ];
 let bad = 0;
-// What the machine alone costs: as many no-op Node processes as a phase's CNI calls.
+// What the machine alone costs: as many no-op processes as a phase's CNI calls — Node ones (a Node
+// plugin's start) and native ones (any native plugin's start; the binary run here is native).
 const floorConf = JSON.stringify({
   cniVersion: "1.1.0",
   name: "net-0",
   type: "macvlan",
   ipam: { type: "ipamkit", range: "10.100.0.0/20" },
 });
-const floors = [pods, 2 * pods];
-const floorSeconds: number[] = [];
-for (const calls of floors) floorSeconds.push(await processFloor(calls, concurrency, floorConf));
-const floorLine = floors.map((calls, i) => `${calls} no-op Node processes: ${floorSeconds[i]?.toFixed(1)} s`).join("; ");
+const floorParts: string[] = [];
+for (const noop of [NODE_NOOP, NATIVE_NOOP])
+  for (const calls of [pods, 2 * pods]) {
+    const seconds = await processFloor({ calls, concurrency, conf: floorConf, noop });
+    floorParts.push(`${calls} ${noop.label}: ${seconds.toFixed(1)} s`);
+  }
+const floorLine = floorParts.join("; ");
 process.stderr.write(`sim: floor (${concurrency} at once): ${floorLine}\n`);
 for (const kind of stores) {
   for (const networks of networksList) {
@@ -67,7 +71,9 @@ for (const kind of stores) {
       for (const r of results) {
         const leaked =
           r.leakedBeforeReconcile === undefined ? `${r.audit.leaked}` : `${r.audit.leaked} (${r.leakedBeforeReconcile} before)`;
-        const line = `| ${kind} | ${nodeCount} | ${blockSize ?? "-"} | ${networks} | ${r.phase} | ${r.seconds.toFixed(1)} | ${r.adds} | ${r.addP50.toFixed(0)} | ${r.addP99.toFixed(0)} | ${r.failed} | ${r.conflicts} | ${r.audit.heldTwice} | ${r.audit.lost} | ${leaked} | ${r.reconciled ?? "-"} |`;
+        const parts = Object.entries(r.parts ?? {}).map(([part, s]) => `${part} ${s.toFixed(1)} s`);
+        const phaseName = parts.length === 0 ? r.phase : `${r.phase} (${parts.join(", ")})`;
+        const line = `| ${kind} | ${nodeCount} | ${blockSize ?? "-"} | ${networks} | ${phaseName} | ${r.seconds.toFixed(1)} | ${r.adds} | ${r.addP50.toFixed(0)} | ${r.addP99.toFixed(0)} | ${r.failed} | ${r.conflicts} | ${r.audit.heldTwice} | ${r.audit.lost} | ${leaked} | ${r.reconciled ?? "-"} |`;
         lines.push(line);
         process.stderr.write(`${line}\n`);
         if (r.audit.heldTwice + r.audit.lost + r.audit.leaked + r.failed > 0) bad++;

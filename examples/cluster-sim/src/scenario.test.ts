@@ -38,6 +38,12 @@ for (const { kind, blocks } of cases) {
       // the dead sandboxes were leaked until the reconciler ran, and it released exactly those
       expect(cycle?.leakedBeforeReconcile).toBe(48);
       expect(cycle?.reconciled).toBe(48);
+      // its parts are timed within it
+      const parts = cycle?.parts ?? {};
+      expect(Object.keys(parts)).toEqual(["agents restarted", "ADDs", "reconcile"]);
+      const sum = Object.values(parts).reduce((a, b) => a + b, 0);
+      expect(sum).toBeGreaterThan(0);
+      expect(sum).toBeLessThanOrEqual(cycle?.seconds ?? 0);
       expect(results[0]?.adds).toBe(48);
     } finally {
       await store.close();

@@ -26,6 +26,8 @@ export interface PhaseResult {
   reconciled?: number;
   /** Leaked before the reconciler ran (power-cycle phase: the dead sandboxes). */
   leakedBeforeReconcile?: number;
+  /** Seconds of the phase's parts, where it has more than CNI calls (power-cycle). */
+  parts?: Record<string, number>;
 }
 
 interface SimPod {
@@ -38,6 +40,12 @@ interface SimPod {
 }
 
 const NS = "sim";
+
+/** Seconds since the call, each time the returned function is called. */
+function timer(): () => number {
+  const started = performance.now();
+  return () => (performance.now() - started) / 1000;
+}
 const networkName = (k: number) => `net-${k}`;
 const rangeOf = (k: number) => `10.${100 + k}.0.0/20`;
 
@@ -176,18 +184,24 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
         ),
       );
       for (const pod of pods) pod.ips = [];
+      // on a real cluster every node restarts its own agent on its own CPUs; here all share two
+      const since = timer();
       await limited(
         8,
         cluster.nodes.map((node) => () => cluster.startAgent(node)),
       );
+      const agentsRestarted = since();
       generation++;
       await everyPod((pod) => bringUp(pod, adds));
+      const cniCalls = since() - agentsRestarted;
       const leakedBeforeReconcile = audit(await held(), live()).leaked;
+      const reconcileStarted = since();
       const podSource = createKubernetesPodSource({ kubeConfig: cluster.kubeConfig });
       const report = await reconcileOnce({ store: options.store, pods: podSource, graceMs: 0 });
       podSource.close();
       if (report.failed.length > 0) throw new Error(`reconcile failed: ${report.failed.map((f) => f.error.message).join("; ")}`);
-      return { reconciled: report.released.length, leakedBeforeReconcile };
+      const parts = { "agents restarted": agentsRestarted, ADDs: cniCalls, reconcile: since() - reconcileStarted };
+      return { reconciled: report.released.length, leakedBeforeReconcile, parts };
     }),
   );
   results.push(await phase("delete all", (_adds, others) => everyPod((pod) => tearDown(pod, others)).then(() => undefined)));
