@@ -5,7 +5,8 @@ import { createEtcdStore } from "./index.js";
 
 // The store caches pools per instance and refreshes them with only the keys changed since
 // (tombstoned releases). After any sequence of changes by two instances, each instance's cached
-// read must equal a fresh instance's full read.
+// read must equal a fresh instance's full read. The second writer reads 2 keys per range request,
+// so its full reads and refreshes span several pages (range-pages.ts).
 const endpoint = inject("etcdEndpoint");
 const cidr = parseCidr("10.80.0.0/28");
 const ref = { network: "", cidr: cidr.text };
@@ -31,7 +32,10 @@ it("cached reads always equal a fresh full read, whatever two writers did", asyn
       ),
       async (steps) => {
         const prefix = `/cache-prop/${process.pid}-${run++}/`;
-        const writers = [createEtcdStore({ endpoints: [endpoint], prefix }), createEtcdStore({ endpoints: [endpoint], prefix })];
+        const writers = [
+          createEtcdStore({ endpoints: [endpoint], prefix }),
+          createEtcdStore({ endpoints: [endpoint], prefix, rangePageSize: 2 }),
+        ];
         try {
           for (const step of steps) {
             const s = writers[step.writer] as (typeof writers)[number];

@@ -76,6 +76,48 @@ describe("on a real etcd", () => {
     await store.close();
   });
 
+  it("reads and lists past gRPC's 4 MiB answer limit: every range is paged at one revision", async () => {
+    const prefix = `/paged/${process.pid}/`;
+    const raw = new Etcd3({ hosts: endpoint });
+    // 5 000 keys of 1 KB names under one pool: ~5 MB of keys alone, more than one answer may carry
+    const pool = `${prefix}pools/big/10.9.0.0%2F16/`;
+    const names = Array.from({ length: 5_000 }, (_, i) => `${pool}key/${String(i).padStart(5, "0")}-${"x".repeat(1_000)}`);
+    for (let i = 0; i < names.length; i += 100) {
+      const batch = raw.if(`${pool}meta`, "Create", "==", 0).then(...names.slice(i, i + 100).map((k) => raw.put(k).value("1")));
+      await batch.commit();
+    }
+    // what one range gets (its own client: the failure opens that client's circuit breaker)
+    const probe = new Etcd3({ hosts: endpoint });
+    const whole = await probe
+      .getAll()
+      .prefix(`${prefix}pools/`)
+      .keys()
+      .catch((error: Error) => error);
+    probe.close();
+    expect(String(whole)).toMatch(/RESOURCE_EXHAUSTED|larger than max/);
+    const store = createEtcdStore({ endpoints: [endpoint], prefix });
+    expect(await store.listPools()).toEqual([{ network: "big", cidr: "10.9.0.0/16" }]);
+    await store.close();
+    // a pool read spanning pages equals the single-page read, at one revision
+    const small = `/paged-pool/${process.pid}/`;
+    const writer = createEtcdStore({ endpoints: [endpoint], prefix: small });
+    const range = parseRange({ range: "10.8.0.0/24" });
+    for (let i = 0; i < 25; i++) await createIpam({ store: writer }).allocate({ ranges: [range], key: key(`p${i}`) });
+    const ref = { network: "", cidr: range.cidr.text };
+    const whole1 = await writer.readPool(ref);
+    const paged = createEtcdStore({ endpoints: [endpoint], prefix: small, rangePageSize: 3 });
+    const inPages = await paged.readPool(ref);
+    expect(inPages?.pool.reservations().map((r) => `${r.offset}:${r.key.containerId}`)).toEqual(
+      whole1?.pool.reservations().map((r) => `${r.offset}:${r.key.containerId}`),
+    );
+    expect(inPages?.version).toBe(whole1?.version);
+    expect(inPages?.pool.reservations()).toHaveLength(25);
+    expect(() => createEtcdStore({ endpoints: [endpoint], rangePageSize: 0 })).toThrow(/rangePageSize 0/);
+    await Promise.all([writer.close(), paged.close()]);
+    await raw.delete().prefix(prefix).exec();
+    raw.close();
+  });
+
   it("answers a retryable error within the deadline when etcd is unreachable", async () => {
     const store = createEtcdStore({ endpoints: ["127.0.0.1:9"], dialTimeoutMs: 300, requestTimeoutMs: 700 });
     const started = Date.now();

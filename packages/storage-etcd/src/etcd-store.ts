@@ -6,6 +6,7 @@ import {
   claimToRecord,
   comparePoolRefs,
   formatKey,
+  InvalidRequestError,
   type IpamStore,
   type Pool,
   type PoolRef,
@@ -27,6 +28,7 @@ import { mapEtcdError, STORE_NAME } from "./errors.js";
 import { layout } from "./layout.js";
 import { checkEndpoint, type EtcdStoreOptions, normalizeEndpoint, resolveTls } from "./options.js";
 import { DECIMAL, readPoolKeys, type StoredEntries } from "./pool-keys.js";
+import { DEFAULT_RANGE_PAGE_SIZE, readPrefixPaged } from "./range-pages.js";
 
 export const DEFAULT_PREFIX = "/ipamkit/";
 
@@ -54,6 +56,9 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
   const endpoints = (options.endpoints ?? ["127.0.0.1:2379"]).map((e) => normalizeEndpoint(e, tls !== undefined));
   const requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
   const keys = layout(options.prefix ?? DEFAULT_PREFIX);
+  const pageSize = options.rangePageSize ?? DEFAULT_RANGE_PAGE_SIZE;
+  if (!Number.isSafeInteger(pageSize) || pageSize < 1)
+    throw new InvalidRequestError(`rangePageSize ${pageSize}: must be a positive integer`);
   const owned = options.client === undefined;
   const credentials: IOptions["credentials"] | undefined =
     tls === undefined
@@ -102,6 +107,18 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     }
   }
 
+  /** Every key under a prefix, paged (see range-pages.ts), each request under the deadline. */
+  const readPrefix = (operation: string, prefix: string, minModRevision?: string) =>
+    readPrefixPaged({
+      client,
+      prefix,
+      pageSize,
+      ...(minModRevision === undefined ? {} : { minModRevision }),
+      run: (request) => call(operation, request),
+    });
+  const keysUnder = async (operation: string, prefix: string) =>
+    (await readPrefix(operation, prefix)).kvs.map((kv) => kv.key.toString("utf8"));
+
   /** How corruption reports name a pool: its key prefix and its id. */
   const poolObject = (ref: PoolRef) => `${keys.pool(ref)} (pool ${poolId(ref)})`;
 
@@ -116,14 +133,14 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
 
   /** A full read of the pool's keys (validating the index too); fills the cache. */
   async function readFull(ref: PoolRef): Promise<StoredPool | undefined> {
-    const response = await call(`read ${poolId(ref)}`, () => client.getAll().prefix(keys.pool(ref)).exec());
+    const response = await readPrefix(`read ${poolId(ref)}`, keys.pool(ref));
     const entries = readPoolKeys(ref, keys, response.kvs);
     if (entries === undefined) {
       cache.delete(poolId(ref));
       return undefined;
     }
     const pool = toPool(ref, entries);
-    cache.set(poolId(ref), { pool, version: entries.version, revision: BigInt(response.header.revision), tombstones: entries.tombstones });
+    cache.set(poolId(ref), { pool, version: entries.version, revision: BigInt(response.revision), tombstones: entries.tombstones });
     return { pool, version: entries.version };
   }
 
@@ -134,9 +151,9 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
    */
   async function refresh(ref: PoolRef, cached: CachedPool): Promise<StoredPool | undefined> {
     const since = (cached.revision + 1n).toString();
-    const response = await call(`read ${poolId(ref)}`, () => client.getAll().prefix(keys.pool(ref)).minModRevision(since).exec());
+    const response = await readPrefix(`read ${poolId(ref)}`, keys.pool(ref), since);
     const current = cache.get(poolId(ref));
-    const revision = BigInt(response.header.revision);
+    const revision = BigInt(response.revision);
     if (current !== undefined && current.revision >= revision) return { pool: current.pool, version: current.version };
     try {
       const next = applyChanges(ref, cached, response.kvs, revision);
@@ -310,7 +327,7 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
       return version as Version;
     },
     async listPools(): Promise<PoolRef[]> {
-      const found = await call("list pools", () => client.getAll().prefix(keys.poolsPrefix).keys());
+      const found = await keysUnder("list pools", keys.poolsPrefix);
       // every pool that has keys, not only those with a meta key: one whose meta was lost is listed
       // too, so that reading it reports the damage (a reconciler would otherwise never see it)
       const metas = new Set<string>();
@@ -341,7 +358,7 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
       await transact([{ kind: "delete-claim", ref, expected }], `delete claim ${claimId(ref)}`);
     },
     async listClaims(network: string): Promise<ClaimRef[]> {
-      const found = await call("list claims", () => client.getAll().prefix(keys.claimsPrefix(network)).keys());
+      const found = await keysUnder("list claims", keys.claimsPrefix(network));
       return found
         .flatMap((k) => keys.parseClaim(k) ?? [])
         .filter((r) => r.network === network)

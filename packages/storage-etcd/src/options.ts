@@ -17,6 +17,8 @@ export interface EtcdStoreOptions {
   dialTimeoutMs?: number;
   /** Deadline of every request (ms); a request past it fails with a retryable error. Default 5 000. */
   requestTimeoutMs?: number;
+  /** Keys per range request when reading a pool or listing (each answer must stay under gRPC's 4 MiB). Default 1 000. */
+  rangePageSize?: number;
   /** An existing client (tests, or callers that share one). The store does not close an injected client. */
   client?: Etcd3;
 }
