@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Etcd3 } from "etcd3";
+import { Etcd3, Range } from "etcd3";
 
 /**
  * What the store holds, read directly from its own bytes — etcd keys, IPPool objects, generation
@@ -20,12 +20,30 @@ export function addressAt(cidr: string, offset: bigint): string {
   return [24n, 16n, 8n, 0n].map((shift) => ((n >> shift) & 255n).toString()).join(".");
 }
 
+/** Every key under a prefix: pages of 2 000 (one answer may not exceed 4 MiB), all at one revision. */
+async function everyKey(client: Etcd3, prefix: string): Promise<[string, string][]> {
+  const end = Range.prefix(prefix).end;
+  let start = Buffer.from(prefix);
+  let revision: string | undefined;
+  const out: [string, string][] = [];
+  for (;;) {
+    const request = client.getAll().inRange({ start, end }).limit(2_000);
+    if (revision !== undefined) request.revision(revision);
+    const response = await request.exec();
+    revision ??= String(response.header.revision);
+    for (const kv of response.kvs) out.push([kv.key.toString("utf8"), kv.value.toString("utf8")]);
+    const last = response.kvs.at(-1);
+    if (!response.more || last === undefined) return out;
+    start = Buffer.concat([last.key, Buffer.from([0])]);
+  }
+}
+
 export async function readEtcd(endpoint: string, prefix = "/ipamkit/"): Promise<Held[]> {
   const client = new Etcd3({ hosts: endpoint });
   try {
-    const all = await client.getAll().prefix(`${prefix}pools/`).strings();
+    const all = await everyKey(client, `${prefix}pools/`);
     const held: Held[] = [];
-    for (const [key, value] of Object.entries(all)) {
+    for (const [key, value] of all) {
       const m = /pools\/([^/]+)\/([^/]+)\/ip\/(\d+)$/.exec(key);
       // a released address keeps its key with an empty value (the row is reused)
       if (m === null || value === "") continue;
