@@ -108,16 +108,10 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
   }
 
   /** Every key under a prefix, paged (see range-pages.ts), each request under the deadline. */
-  const readPrefix = (operation: string, prefix: string, minModRevision?: string) =>
-    readPrefixPaged({
-      client,
-      prefix,
-      pageSize,
-      ...(minModRevision === undefined ? {} : { minModRevision }),
-      run: (request) => call(operation, request),
-    });
+  const readPrefix = (operation: string, prefix: string, only: { minModRevision?: string; keysOnly?: boolean } = {}) =>
+    readPrefixPaged({ client, prefix, pageSize, ...only, run: (request) => call(operation, request) });
   const keysUnder = async (operation: string, prefix: string) =>
-    (await readPrefix(operation, prefix)).kvs.map((kv) => kv.key.toString("utf8"));
+    (await readPrefix(operation, prefix, { keysOnly: true })).kvs.map((kv) => kv.key.toString("utf8"));
 
   /** How corruption reports name a pool: its key prefix and its id. */
   const poolObject = (ref: PoolRef) => `${keys.pool(ref)} (pool ${poolId(ref)})`;
@@ -151,7 +145,7 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
    */
   async function refresh(ref: PoolRef, cached: CachedPool): Promise<StoredPool | undefined> {
     const since = (cached.revision + 1n).toString();
-    const response = await readPrefix(`read ${poolId(ref)}`, keys.pool(ref), since);
+    const response = await readPrefix(`read ${poolId(ref)}`, keys.pool(ref), { minModRevision: since });
     const current = cache.get(poolId(ref));
     const revision = BigInt(response.revision);
     if (current !== undefined && current.revision >= revision) return { pool: current.pool, version: current.version };

@@ -15,6 +15,8 @@ export interface PagedRangeOptions {
   pageSize: number;
   /** Only keys modified at or after this revision. */
   minModRevision?: string;
+  /** Keys without their values (listings). */
+  keysOnly?: boolean;
   /** Runs one request (the store's deadline and error mapping). */
   run: <T>(request: () => Promise<T>) => Promise<T>;
 }
@@ -27,19 +29,24 @@ export interface PagedRangeOptions {
  */
 export async function readPrefixPaged(options: PagedRangeOptions): Promise<PagedRange> {
   const { client, pageSize, minModRevision, run } = options;
-  const end = Range.prefix(options.prefix).end;
-  let start = Buffer.from(options.prefix);
+  const range_end = Range.prefix(options.prefix).end;
+  let key = Buffer.from(options.prefix);
   let revision: string | undefined;
   const kvs: IKeyValue[] = [];
   for (;;) {
-    const request = client.getAll().inRange({ start, end }).limit(pageSize);
-    if (revision !== undefined) request.revision(revision);
-    if (minModRevision !== undefined) request.minModRevision(minModRevision);
-    const response = await run(() => request.exec());
+    const request = {
+      key,
+      range_end,
+      limit: pageSize,
+      keys_only: options.keysOnly === true,
+      ...(revision === undefined ? {} : { revision }),
+      ...(minModRevision === undefined ? {} : { min_mod_revision: minModRevision }),
+    };
+    const response = await run(() => client.kv.range(request));
     revision ??= String(response.header.revision);
     kvs.push(...response.kvs);
     const last = response.kvs.at(-1);
     if (!response.more || last === undefined) return { kvs, revision };
-    start = Buffer.concat([last.key, Buffer.from([0])]);
+    key = Buffer.concat([last.key, Buffer.from([0])]);
   }
 }
