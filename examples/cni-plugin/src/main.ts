@@ -1,8 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { AgentUnavailableError, forwardToAgent } from "@ipamkit/agent/client";
-import type { ConfigFs } from "@ipamkit/cni";
-import { agentSettings } from "@ipamkit/cni/agent-settings";
+import { agentSettings, memoizedFs } from "@ipamkit/cni/agent-settings";
 
 // dist/ipamkit: the only file that touches the real process (environment, streams, exit code), and
 // deliberately small. With `agent_socket` configured it forwards the call to the node-local agent
@@ -43,21 +42,8 @@ function cniError(stdin: string, code: number, message: string): string {
   return `${JSON.stringify({ cniVersion, code, msg: message })}\n`;
 }
 
-/** The flat file is looked up for `agent_socket` and again by the plugin: read it once. */
-function fileAccess(): ConfigFs {
-  const texts = new Map<string, string>();
-  return {
-    exists: (path) => texts.has(path) || existsSync(path),
-    readText(path) {
-      const text = texts.get(path) ?? readFileSync(path, "utf8");
-      texts.set(path, text);
-      return text;
-    },
-  };
-}
-
 async function main(): Promise<number> {
-  const fs = fileAccess();
+  const fs = memoizedFs({ exists: existsSync, readText: (path) => readFileSync(path, "utf8") });
   let stdin: Promise<string> | undefined;
   const read = () => {
     stdin ??= readAll();

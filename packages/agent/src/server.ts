@@ -2,7 +2,7 @@ import { existsSync, readFileSync, unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { hostname } from "node:os";
 import { CNI_CODES, CniError, type ConfigFs, dispatch, errorJson, type IpamConfig } from "@ipamkit/cni";
-import { agentSettings } from "@ipamkit/cni/agent-settings";
+import { agentSettings, memoizedFs } from "@ipamkit/cni/agent-settings";
 import type { IpamStore } from "@ipamkit/core";
 import pino, { type Logger } from "pino";
 import { KeyedQueue } from "./pool-queue.js";
@@ -71,7 +71,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   const snapshot = (): AgentStats => ({ ...stats, byExitCode: { ...stats.byExitCode }, stores: stores.size, conflicts: stores.conflicts });
 
   /** Runs one CNI call exactly as the binary would, with stores borrowed from the cache. */
-  async function answer(env: Record<string, string>, stdin: string): Promise<AgentResponse> {
+  async function answer(env: Record<string, string>, stdin: string, callFs: ConfigFs): Promise<AgentResponse> {
     let stdout = "";
     let stderr = "";
     const started = performance.now();
@@ -84,7 +84,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       stderr: (text) => {
         stderr += text;
       },
-      fs,
+      fs: callFs,
       hostname: () => options.nodeName ?? hostname(),
       openStore: async (config) => {
         const release = await queue.acquire(poolKey(config));
@@ -141,9 +141,11 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         return respond({ v: PROTOCOL_VERSION, exitCode: 0, stdout: JSON.stringify(snapshot()), stderr: "" });
       }
       const { env, stdin, frame, socket: named } = request as AgentRequest;
+      // the flat file is read once per call, by the routing check and the plugin alike
+      const callFs = memoizedFs(fs);
       if (frame === "raw") {
         // the forwarder's routing is a hint: run the call only where the Node forwarder would send it
-        if (agentSettings(stdin, fs)?.socket !== named) {
+        if (agentSettings(stdin, callFs)?.socket !== named) {
           stats.fallbacks++;
           return send(RAW_FALLBACK);
         }
@@ -153,7 +155,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       stats.requests++;
       stats.inFlight++;
       try {
-        respond(await answer(env, stdin));
+        respond(await answer(env, stdin, callFs));
       } catch (error) {
         // dispatch answers every error itself; this is a bug, reported as one
         logger.error({ err: error }, "unexpected failure");

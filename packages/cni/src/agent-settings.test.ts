@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { agentSettings } from "./agent-settings.js";
+import { agentSettings, memoizedFs } from "./agent-settings.js";
 import { loadIpamConfig } from "./config.js";
 
 const files = (entries: Record<string, string>) => ({ exists: (p: string) => p in entries, readText: (p: string) => entries[p] ?? "" });
@@ -32,5 +32,22 @@ describe("agentSettings", () => {
     });
     expect(() => loadIpamConfig(conf({ agent_required: true }), { fs, command: "ADD" })).toThrow(/agent_required.*needs ipam.agent_socket/);
     expect(() => loadIpamConfig(conf({ agent_socket: "a.sock" }), { fs, command: "ADD" })).toThrow(/agent_socket/);
+  });
+});
+
+describe("memoizedFs", () => {
+  it("reads a file once for the routing check and the config load of one call", () => {
+    const reads: string[] = [];
+    const fs = memoizedFs({
+      exists: (p) => p === "/flat/whereabouts.conf",
+      readText: (p) => {
+        reads.push(p);
+        return '{"agent_socket":"/run/f.sock"}';
+      },
+    });
+    const stdin = conf({});
+    expect(agentSettings(stdin, fs)?.socket).toBe("/run/f.sock");
+    expect(loadIpamConfig(stdin, { fs, command: "ADD" }).agent?.socket).toBe("/run/f.sock");
+    expect(reads).toEqual(["/flat/whereabouts.conf"]);
   });
 });

@@ -6,6 +6,22 @@ export interface AgentSettings {
   required: boolean;
 }
 
+/**
+ * File access that reads each file once: the flat file is looked up for `agent_socket` and again
+ * by the plugin (or the agent) for the same call.
+ */
+export function memoizedFs(base: ConfigFs): ConfigFs {
+  const texts = new Map<string, string>();
+  return {
+    exists: (path) => texts.has(path) || base.exists(path),
+    readText(path) {
+      const text = texts.get(path) ?? base.readText(path);
+      texts.set(path, text);
+      return text;
+    },
+  };
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
