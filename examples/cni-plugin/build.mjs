@@ -1,10 +1,11 @@
 // Builds the plugin as files that run when the dist folder is copied into a CNI bin directory:
-// dist/ipamkit (src/forwarder.c, a static program: relays calls to the node-local agent, hands every
-// other call to ipamkit-node), dist/ipamkit-node (shebang; the Node forwarder), then minified
-// CommonJS that runs with plain `node`: dist/ipamkit-direct.cjs (the whole plugin, every dependency bundled — ESM builds, so
-// zod/mini tree-shakes — except the etcd client: grpc + .proto files at run time, loaded only for
-// datastore "etcd"), dist/ipamkit-kubernetes.cjs (the Kubernetes store and @kubernetes/client-node,
-// ~1 MB, loaded only for datastore "kubernetes") and dist/ipamkit-agent (the agent, shebang).
+// dist/ipamkit (src/forwarder.c, a static program: relays calls to the node-local agent, hands
+// every other call to ipamkit-node), dist/ipamkit-node (shebang; the Node forwarder), then minified
+// CommonJS that runs with plain `node`: dist/ipamkit-direct.cjs (the whole plugin, every dependency
+// bundled — ESM builds, so zod/mini tree-shakes — except the etcd client: grpc + .proto files at
+// run time, loaded only for datastore "etcd"), dist/ipamkit-kubernetes.cjs (the Kubernetes store
+// and @kubernetes/client-node, ~1 MB, loaded only for datastore "kubernetes") and
+// dist/ipamkit-agent (the agent, shebang).
 import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
