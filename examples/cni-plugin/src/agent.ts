@@ -40,16 +40,6 @@ async function main(): Promise<number> {
     process.stderr.write(`error: --log-level: unknown level ${JSON.stringify(values["log-level"])}\n${USAGE}\n`);
     return 2;
   }
-  // Load the etcd client now, before the socket is prepared. Found by the cluster simulation: an
-  // agent restarted after a SIGKILL (its stale socket replaced) that loaded etcd3 only later got
-  // etcd3 resolved at its symlinked path in node_modules, and then "Cannot find module
-  // '@grpc/grpc-js'" — not understood yet (not reproduced outside this bundle); loading it first
-  // avoids it, for ~0.2 s once per agent start. The test: etcd.test.ts.
-  try {
-    require("etcd3");
-  } catch {
-    // not installed beside the agent: an etcd config then answers code 2, as in direct mode
-  }
   let agent: Awaited<ReturnType<typeof startAgent>>;
   try {
     agent = await startAgent({ socketPath: values.socket, openStore, logger, ...(nodeName === undefined ? {} : { nodeName }) });

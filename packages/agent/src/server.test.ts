@@ -1,5 +1,6 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { spawnSync } from "node:child_process";
+import { lstatSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dispatch, type IpamConfig } from "@ipamkit/cni";
@@ -143,11 +144,12 @@ describe("the agent", () => {
     const other = join(dir, "plain-file");
     writeFileSync(other, "keep me");
     await expect(startAgent({ socketPath: other, openStore })).rejects.toThrow(/not a socket/);
-    // a stale socket: bound by a process that is gone (here: a server closed without unlinking)
+    // a stale socket: bound by a process that is gone (SIGKILLed while listening: the file stays;
+    // closing a listener in this process would unlink it)
     const stale = join(dir, "stale.sock");
-    const s = createServer();
-    await new Promise<void>((r) => s.listen(stale, r));
-    (s as unknown as { _handle: { close(): void } | null })._handle?.close();
+    const listen = "require('node:net').createServer().listen(process.argv[1], () => process.kill(process.pid, 'SIGKILL'))";
+    spawnSync(process.execPath, ["-e", listen, stale]);
+    expect(lstatSync(stale).isSocket()).toBe(true);
     const restarted = await startAgent({ socketPath: stale, openStore });
     expect((await forwardToAgent({ socketPath: stale, env: env("ADD"), stdin: conf() })).exitCode).toBe(0);
     await restarted.close();

@@ -1,4 +1,5 @@
-import { chmodSync, lstatSync, mkdirSync, unlinkSync } from "node:fs";
+import { chmodSync, mkdirSync, unlinkSync } from "node:fs";
+import { lstat } from "node:fs/promises";
 import { connect } from "node:net";
 import { dirname } from "node:path";
 
@@ -18,12 +19,18 @@ function answers(path: string): Promise<boolean> {
  * Makes `path` free for a new listener: its directory exists (mode 0700 when created); a stale
  * socket left by a killed agent is removed; a live agent or a file that is not a socket is an error,
  * never deleted.
+ *
+ * The socket is looked at with the promise `lstat`, never `lstatSync`: Node 20's synchronous stat
+ * leaves its result in a process-wide array that `require()`'s realpath reads later, and a socket
+ * found there makes every later `require` of a symlinked package (pnpm's layout) resolve at the
+ * link and miss that package's own dependencies (nodejs/node#51142) — an agent restarted over its
+ * stale socket could not load etcd3 ("Cannot find module '@grpc/grpc-js'").
  */
 export async function prepareSocketPath(path: string): Promise<void> {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  let stat: ReturnType<typeof lstatSync>;
+  let stat: Awaited<ReturnType<typeof lstat>>;
   try {
-    stat = lstatSync(path);
+    stat = await lstat(path);
   } catch {
     return;
   }
