@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createFileStore } from "@ipamkit/storage-file";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type AgentProcess, startAgentProcess } from "../test/agent-process.js";
+import { AGENT, type AgentProcess, startAgentProcess } from "../test/agent-process.js";
 import { cniEnv, PLUGIN, runPlugin } from "../test/run-plugin.js";
 
 let dir: string;
@@ -122,6 +122,44 @@ describe("the binary and the agent", () => {
       if (r.code !== 0) expect((await runPlugin(cniEnv("ADD", `k${i}`), netconf({ agent_required: true }))).code).toBe(0);
     expect((await held()).length).toBe(61);
   }, 120_000);
+});
+
+describe("--warm: the agent loads store code at start, not on its node's first call", () => {
+  const logged = async (pattern: RegExp) => {
+    const deadline = Date.now() + 15_000;
+    while (!pattern.test(agent?.log() ?? "")) {
+      if (Date.now() > deadline) throw new Error(`not logged: ${pattern}\n${agent?.log()}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+
+  it("loads each named store's code after listening", async () => {
+    agent = await startAgentProcess(socketPath(), { args: ["--warm", "etcd,kubernetes"] });
+    await logged(/"datastore":"etcd","ms":\d+,"msg":"store code loaded"/);
+    await logged(/"datastore":"kubernetes","ms":\d+,"msg":"store code loaded"/);
+    expect((await runPlugin(cniEnv("ADD", "w1"), netconf({ agent_required: true }))).code).toBe(0);
+  });
+
+  it("a store whose code is not beside the agent is logged and the agent serves on", async () => {
+    const { copyFileSync, mkdirSync } = await import("node:fs");
+    const bin = join(dir, "bin");
+    mkdirSync(bin);
+    // the agent alone: no node_modules (etcd3), no ipamkit-kubernetes.cjs beside it
+    copyFileSync(AGENT, join(bin, "ipamkit-agent"));
+    agent = await startAgentProcess(socketPath(), { binary: join(bin, "ipamkit-agent"), args: ["--warm", "etcd,kubernetes"] });
+    await logged(/"datastore":"etcd".*--warm: cannot load the store code: ipam.datastore \\"etcd\\"/);
+    await logged(/"datastore":"kubernetes".*--warm: cannot load the store code: ipam.datastore \\"kubernetes\\"/);
+    expect((await runPlugin(cniEnv("ADD", "w2"), netconf({ agent_required: true }))).code).toBe(0);
+    expect(await held()).toEqual(["w2"]);
+  });
+
+  it("a name that is not a datastore is a usage error (exit 2), never ignored", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const run = spawnSync(AGENT, ["--socket", socketPath(), "--warm", "etcd,etc"], { encoding: "utf8", timeout: 10_000 });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toMatch(/--warm: not a datastore: "etc" \(one of etcd, kubernetes, file\)/);
+    expect(run.stdout).toBe("");
+  });
 });
 
 it("the DaemonSet manifest runs the agent on the socket the README configures, on a host path", async () => {

@@ -16,11 +16,19 @@ export interface AgentProcess {
   kill(): Promise<void>;
 }
 
+export interface AgentProcessOptions {
+  /** More arguments (after --socket and --log-level debug). */
+  args?: string[];
+  /** Another copy of the agent (default: dist/ipamkit-agent). */
+  binary?: string;
+}
+
 /** Starts the built agent on a fresh socket and waits until it listens. */
 export async function startAgentProcess(
   socketPath = join(mkdtempSync(join(tmpdir(), "ipamkit-agentp-")), "agent.sock"),
+  options: AgentProcessOptions = {},
 ): Promise<AgentProcess> {
-  const child = spawn(AGENT, ["--socket", socketPath, "--log-level", "debug"], {
+  const child = spawn(options.binary ?? AGENT, ["--socket", socketPath, "--log-level", "debug", ...(options.args ?? [])], {
     stdio: ["ignore", "pipe", "pipe"],
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
   });
