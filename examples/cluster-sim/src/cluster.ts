@@ -92,7 +92,8 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
       return { ...store, ...blocks, configuration_path: dir, agent_socket: node.socket, agent_required: true };
     },
     async startAgent(node) {
-      const child = spawn(AGENT, ["--socket", node.socket, "--node-name", node.name, "--log-level", process.env.SIM_AGENT_LOG ?? "warn"], {
+      const args = ["--socket", node.socket, "--node-name", node.name, "--log-level", process.env.SIM_AGENT_LOG ?? "warn", "--warm", kind];
+      const child = spawn(AGENT, args, {
         stdio: ["ignore", process.env.SIM_AGENT_LOG ? "inherit" : "ignore", "inherit"],
         env: { PATH: process.env.PATH ?? "" },
       });
