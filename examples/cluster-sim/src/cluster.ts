@@ -10,6 +10,7 @@ import { createFileStore } from "@ipamkit/storage-file";
 import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { AGENT } from "./cni.js";
+import { type CpuSources, processCpu } from "./cpu.js";
 
 export type StoreKind = "etcd" | "kubernetes" | "file";
 
@@ -20,7 +21,7 @@ export interface SimNode {
   agent: ChildProcess | undefined;
 }
 
-export interface Cluster {
+export interface Cluster extends CpuSources {
   kind: StoreKind;
   dir: string;
   /** Pods live here (the reconciler reads them); for the Kubernetes store the pools too. */
@@ -65,6 +66,7 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
   /** Each live agent's last-read conflict counter; a killed agent's last count moves to `retired`. */
   const lastCount = new Map<string, number>();
   let retired = 0;
+  let retiredCpu = 0;
   return {
     kind,
     dir,
@@ -112,9 +114,13 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
     killAgent(node) {
       retired += lastCount.get(node.name) ?? 0;
       lastCount.delete(node.name);
+      if (node.agent?.pid !== undefined) retiredCpu += processCpu(node.agent.pid)?.own ?? 0;
       node.agent?.kill("SIGKILL");
       node.agent = undefined;
     },
+    agentPids: () => nodes.flatMap((node) => (node.agent?.pid === undefined ? [] : [node.agent.pid])),
+    retiredAgentCpu: () => retiredCpu,
+    storePid: () => etcd?.pid,
     async conflicts() {
       let total = retired;
       for (const node of nodes) {

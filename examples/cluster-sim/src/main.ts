@@ -2,6 +2,7 @@ import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { limited, NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
+import type { CpuParts } from "./cpu.js";
 import { type PhaseResult, runScenario } from "./scenario.js";
 import { lineChart, type Series } from "./svg.js";
 import { sweep } from "./sweep.js";
@@ -33,10 +34,11 @@ const nodes = Number(values.nodes);
 const concurrency = Number(values.concurrency);
 
 const lines = [
-  "| store | nodes | blocks | networks/pod | phase | s | ADDs | ADD p50 ms | ADD p99 ms | failed | conflicts | IPs held twice | lost | leaked | reconciler released |",
-  "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  "| store | nodes | blocks | networks/pod | phase | s | ADDs | ADD p50 ms | ADD p99 ms | failed | conflicts | IPs held twice | lost | leaked | reconciler released | CPU s: sim / CNI / agents / etcd of machine |",
+  "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
 ];
 let bad = 0;
+const cpuCell = (c: CpuParts) => `${[c.harness, c.cni, c.agents, c.store].map((s) => s.toFixed(0)).join(" / ")} of ${c.machine.toFixed(0)}`;
 // What the machine alone costs: as many no-op processes as a phase's CNI calls — Node ones (a Node
 // plugin's start) and native ones (any native plugin's start; the binary run here is native).
 const floorConf = JSON.stringify({
@@ -73,7 +75,7 @@ for (const kind of stores) {
           r.leakedBeforeReconcile === undefined ? `${r.audit.leaked}` : `${r.audit.leaked} (${r.leakedBeforeReconcile} before)`;
         const parts = Object.entries(r.parts ?? {}).map(([part, s]) => `${part} ${s.toFixed(1)} s`);
         const phaseName = parts.length === 0 ? r.phase : `${r.phase} (${parts.join(", ")})`;
-        const line = `| ${kind} | ${nodeCount} | ${blockSize ?? "-"} | ${networks} | ${phaseName} | ${r.seconds.toFixed(1)} | ${r.adds} | ${r.addP50.toFixed(0)} | ${r.addP99.toFixed(0)} | ${r.failed} | ${r.conflicts} | ${r.audit.heldTwice} | ${r.audit.lost} | ${leaked} | ${r.reconciled ?? "-"} |`;
+        const line = `| ${kind} | ${nodeCount} | ${blockSize ?? "-"} | ${networks} | ${phaseName} | ${r.seconds.toFixed(1)} | ${r.adds} | ${r.addP50.toFixed(0)} | ${r.addP99.toFixed(0)} | ${r.failed} | ${r.conflicts} | ${r.audit.heldTwice} | ${r.audit.lost} | ${leaked} | ${r.reconciled ?? "-"} | ${cpuCell(r.cpu)} |`;
         lines.push(line);
         process.stderr.write(`${line}\n`);
         if (r.audit.heldTwice + r.audit.lost + r.audit.leaked + r.failed > 0) bad++;

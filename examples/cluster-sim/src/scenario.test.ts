@@ -45,6 +45,14 @@ for (const { kind, blocks } of cases) {
       expect(sum).toBeGreaterThan(0);
       expect(sum).toBeLessThanOrEqual(cycle?.seconds ?? 0);
       expect(results[0]?.adds).toBe(48);
+      // every phase's CPU, by part: the agents restarted in the power-cycle count, etcd only on etcd
+      for (const r of results) {
+        expect(r.cpu.cni, r.phase).toBeGreaterThan(0);
+        expect(r.cpu.agents, r.phase).toBeGreaterThan(0);
+        expect(r.cpu.harness, r.phase).toBeGreaterThan(0);
+        expect(r.cpu.store > 0, r.phase).toBe(kind === "etcd");
+      }
+      expect(cycle?.cpu.agents).toBeGreaterThan(results[3]?.cpu.agents ?? Infinity);
     } finally {
       await store.close();
       await cluster.close();

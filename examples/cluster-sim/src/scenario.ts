@@ -3,6 +3,7 @@ import { createKubernetesPodSource, reconcileOnce } from "@ipamkit/reconciler";
 import { type AuditResult, audit, type Held, readEtcd, readFileStore, readIpPools } from "./audit.js";
 import { type Cluster, POOL_NAMESPACE, type SimNode } from "./cluster.js";
 import { type CniOutcome, limited, quantile, runCni } from "./cni.js";
+import { type CpuParts, cpuSince } from "./cpu.js";
 
 export interface ScenarioOptions {
   pods: number;
@@ -28,6 +29,8 @@ export interface PhaseResult {
   leakedBeforeReconcile?: number;
   /** Seconds of the phase's parts, where it has more than CNI calls (power-cycle). */
   parts?: Record<string, number>;
+  /** CPU seconds the phase cost, by part (its closing audit excluded). */
+  cpu: CpuParts;
 }
 
 interface SimPod {
@@ -138,8 +141,10 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
     const adds: CniOutcome[] = [];
     const others: CniOutcome[] = [];
     const started = performance.now();
+    const cpuSpent = cpuSince(cluster);
     const extra = (await work(adds, others)) ?? {};
     const seconds = (performance.now() - started) / 1000;
+    const cpu = cpuSpent();
     const agentConflicts = (await cluster.conflicts()) - conflictsBefore;
     const httpConflicts = cluster.kind === "kubernetes" ? (cluster.server.stats().byStatus[409] ?? 0) - conflicts409 : 0;
     const ms = adds.map((a) => a.ms);
@@ -152,6 +157,7 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
       failed: [...adds, ...others].filter((o) => o.code !== 0).length,
       conflicts: Math.max(agentConflicts, httpConflicts),
       audit: audit(await held(), live()),
+      cpu,
       ...extra,
     };
   }

@@ -14,6 +14,8 @@ export interface EtcdInstance {
   /** `http://127.0.0.1:<port>` */
   readonly endpoint: string;
   readonly dataDir: string;
+  /** The etcd process's pid while it runs (for CPU accounting). */
+  readonly pid: number | undefined;
   /** SIGKILL, no cleanup (the data dir stays). */
   kill(): Promise<void>;
   /** Starts again on the same ports and data dir and waits until healthy. */
@@ -131,6 +133,9 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdIns
   return {
     endpoint,
     dataDir,
+    get pid() {
+      return child?.exitCode === null && child.signalCode === null ? child.pid : undefined;
+    },
     kill,
     restart: launch,
     async stop() {

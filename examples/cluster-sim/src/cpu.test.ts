@@ -1,0 +1,49 @@
+import { spawn } from "node:child_process";
+import { expect, it } from "vitest";
+import { cpuSince, processCpu } from "./cpu.js";
+
+/** A child that spins until it has used `ms` of CPU (however busy the machine), then idles until killed, or exits. */
+function spinner(ms: number, thenExit: boolean) {
+  const code = `while (process.cpuUsage().user < ${ms * 1000}); ${thenExit ? "" : "setInterval(() => {}, 1000);"}`;
+  return spawn(process.execPath, ["-e", code], { stdio: ["ignore", "ignore", "inherit"] });
+}
+const exited = (child: ReturnType<typeof spawn>) => new Promise((resolve) => child.once("exit", resolve));
+
+it("reads a process's own CPU and, once reaped, its parent's children's CPU; a gone process is undefined", async () => {
+  const before = processCpu("self");
+  const child = spinner(400, false);
+  while ((processCpu(child.pid as number)?.own ?? 0) < 0.3) await new Promise((r) => setTimeout(r, 20));
+  child.kill("SIGKILL");
+  await exited(child);
+  expect(processCpu(child.pid as number)).toBeUndefined();
+  expect((processCpu("self")?.children ?? 0) - (before?.children ?? 0)).toBeGreaterThanOrEqual(0.3);
+});
+
+it("splits a stretch's CPU: a live agent, a killed agent (counted once, not again as a CNI process), a CNI process", async () => {
+  const agents = [spinner(600, false), spinner(600, false)];
+  let retired = 0;
+  const sources = {
+    agentPids: () => agents.flatMap((a) => (a.exitCode === null && a.signalCode === null ? [a.pid as number] : [])),
+    retiredAgentCpu: () => retired,
+    storePid: () => undefined,
+  };
+  const spent = cpuSince(sources);
+  const spun = (a: ReturnType<typeof spawn>) => (processCpu(a.pid as number)?.own ?? 0) >= 0.6;
+  while (!agents.every(spun)) await new Promise((r) => setTimeout(r, 20));
+  const killed = agents[1] as ReturnType<typeof spawn>;
+  retired += processCpu(killed.pid as number)?.own ?? 0;
+  killed.kill("SIGKILL");
+  await exited(killed);
+  const cni = spinner(300, true);
+  await exited(cni);
+  const parts = spent();
+  agents[0]?.kill("SIGKILL");
+  // both agents spun 0.6 s of CPU, started just before the stretch (their Node start mostly inside too)
+  expect(parts.agents).toBeGreaterThan(1.15);
+  expect(parts.agents).toBeLessThan(1.9);
+  // the CNI process spun 0.3 s (plus its Node start); the killed agent's ~0.7 s is not counted in it
+  expect(parts.cni).toBeGreaterThan(0.25);
+  expect(parts.cni).toBeLessThan(0.9);
+  expect(parts.store).toBe(0);
+  expect(parts.machine).toBeGreaterThanOrEqual(parts.cni + parts.agents - 0.1);
+});
