@@ -71,6 +71,67 @@ describe("per-node blocks", () => {
     expect(await a.lookup({ ranges: [range], key: key("c1") })).toEqual([undefined]);
   });
 
+  /** The memory store, counting reads per pool; `onRead` runs after a read, before it is returned. */
+  function countingStore(onRead?: (ref: { cidr: string }) => Promise<void>) {
+    const inner = createMemoryStore();
+    const reads: string[] = [];
+    const store: IpamStore = new Proxy(inner, {
+      get(target, property) {
+        if (property !== "readPool") return Reflect.get(target, property, target);
+        return async (ref: { network: string; cidr: string }) => {
+          const stored = await target.readPool(ref);
+          reads.push(ref.cidr);
+          await onRead?.(ref);
+          return stored;
+        };
+      },
+    });
+    return { inner, store, reads };
+  }
+
+  it("reads its block pool once per ADD, DEL and lookup once its block is known (the choice's read is handed on)", async () => {
+    const { store, reads } = countingStore();
+    const a = createNodeBlockIpam({ store, node: "node-a", blockSize: 16 });
+    await a.allocate({ ranges: [range], key: key("c0") }); // claims its block
+    const block = reads.at(-1);
+    expect(block).toMatch(/^10\.0\.0\.\d+\/28$/);
+    reads.length = 0;
+    const [got] = await a.allocate({ ranges: [range], key: key("c1") });
+    expect(reads).toEqual([block]);
+    reads.length = 0;
+    expect((await a.allocate({ ranges: [range], key: key("c1") }))[0]?.address).toEqual(got?.address);
+    expect(reads).toEqual([block]);
+    reads.length = 0;
+    expect((await a.lookup({ ranges: [range], key: key("c1") }))[0]?.address).toEqual(got?.address);
+    expect(reads).toEqual([block]);
+    reads.length = 0;
+    expect((await a.release({ ranges: [range], key: key("c1") })).map((r) => r.address)).toEqual([got?.address]);
+    expect(reads).toEqual([block]);
+  });
+
+  it("a read handed on stale costs a conflict and a fresh read, never an address held twice", async () => {
+    let race: (() => Promise<void>) | undefined;
+    const { inner, store } = countingStore(async () => {
+      const run = race;
+      race = undefined;
+      await run?.();
+    });
+    const a = createNodeBlockIpam({ store, node: "node-a", blockSize: 16 });
+    await a.allocate({ ranges: [range], key: key("c0") });
+    // another process of the same node (the binary while the agent restarts) writes the block between
+    // node-a's read and its write
+    const other = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
+    race = async () => {
+      await other.allocate({ ranges: [range], key: key("o1") });
+    };
+    const before = a.conflicts.conflicts;
+    await a.allocate({ ranges: [range], key: key("c1") });
+    expect(a.conflicts.conflicts).toBe(before + 1);
+    const held = await holdings(inner);
+    expect(held.map((h) => h.key).sort()).toEqual(["c0/net1", "c1/net1", "o1/net1"]);
+    expect(new Set(held.map((h) => h.address)).size).toBe(3);
+  });
+
   it("claims the next block when its blocks are full, borrows once none is left, then reports exhaustion", async () => {
     const small = parseRange({ range: "10.0.0.0/27" }); // two blocks of 16: .1-.15 and .16-.30
     const store = createMemoryStore();

@@ -14,7 +14,7 @@ import {
 } from "./node-blocks.js";
 import type { Range } from "./range.js";
 import type { ConflictCounter } from "./retry.js";
-import type { PoolRef } from "./store.js";
+import type { IpamStore, PoolRef, StoredPool } from "./store.js";
 
 export interface NodeBlockIpamOptions extends IpamOptions {
   /** This node's name: it owns the blocks it claims under this name. */
@@ -56,10 +56,44 @@ interface NodeView {
 /** Re-plans after a block filled up between the read and the write, or a claim was lost. */
 const MAX_REPLANS = 16;
 
+/**
+ * The block pools a call has just read, handed to the inner IPAM's next read of the same pool:
+ * choosing a block and then writing it (or finding a key and releasing it) cost one read, not two.
+ * A read handed on stale costs only a compare-and-swap conflict and a fresh read: the write is
+ * still conditional on the version read, so safety never rests on the hand-off.
+ */
+function readHandoff(store: IpamStore) {
+  const ready = new Map<string, StoredPool>();
+  const id = (ref: PoolRef) => `${ref.network}\u0000${ref.cidr}`;
+  const readPool = (ref: PoolRef): Promise<StoredPool | undefined> => {
+    const handed = ready.get(id(ref));
+    if (handed === undefined) return store.readPool(ref);
+    ready.delete(id(ref));
+    return Promise.resolve(handed);
+  };
+  return {
+    store: new Proxy(store, {
+      get(target, property) {
+        if (property === "readPool") return readPool;
+        const value = Reflect.get(target, property, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    }),
+    hand(ref: PoolRef, stored: StoredPool | undefined): void {
+      if (stored !== undefined) ready.set(id(ref), stored);
+    },
+    /** Drops what the inner IPAM did not take (a later range's choice failed first): no read outlives its call. */
+    drop(refs: readonly PoolRef[]): void {
+      for (const ref of refs) ready.delete(id(ref));
+    },
+  };
+}
+
 export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpam {
   const { store, node } = options;
   const affinityKey: AttachmentKey = attachmentKey({ containerId: node, ifName: AFFINITY_IF_NAME });
-  const ipam = createIpam(options);
+  const handoff = readHandoff(store);
+  const ipam = createIpam({ ...options, store: handoff.store });
   const layouts = new Map<Range, BlockLayout>();
   const layoutOf = (range: Range): BlockLayout => {
     const known = layouts.get(range);
@@ -84,10 +118,15 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   /** The blocks that may hold this node's reservations (its own; everyone's once none is unclaimed). */
   const searched = (seen: NodeView): Range[] => (seen.unclaimed === undefined ? [...seen.own, ...seen.others] : seen.own);
 
+  /** The blocks holding `key`, their reads handed on (callers drop them when done). */
   async function holding(network: string, range: Range, key: AttachmentKey): Promise<Range[]> {
     const found: Range[] = [];
     for (const block of searched(await view(network, range))) {
-      if ((await store.readPool(blockPoolRef(network, block)))?.pool.forKey(key) !== undefined) found.push(block);
+      const ref = blockPoolRef(network, block);
+      const stored = await store.readPool(ref);
+      if (stored?.pool.forKey(key) === undefined) continue;
+      found.push(block);
+      handoff.hand(ref, stored);
     }
     return found;
   }
@@ -97,14 +136,23 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
       const seen = await view(network, range);
       let roomy: Range | undefined;
+      let roomyRead: StoredPool | undefined;
       for (const block of searched(seen)) {
-        const stored = await store.readPool(blockPoolRef(network, block));
-        if (stored?.pool.forKey(key) !== undefined) return block;
+        const ref = blockPoolRef(network, block);
+        const stored = await store.readPool(ref);
+        if (stored?.pool.forKey(key) !== undefined) {
+          handoff.hand(ref, stored);
+          return block;
+        }
         if (roomy === undefined && (stored === undefined || findFree(stored.pool, block, block.first, block.last) !== undefined)) {
           roomy = block;
+          roomyRead = stored;
         }
       }
-      if (roomy !== undefined) return roomy;
+      if (roomy !== undefined) {
+        handoff.hand(blockPoolRef(network, roomy), roomyRead);
+        return roomy;
+      }
       if (seen.unclaimed === undefined) throw new RangeExhaustedError(range.cidr.text);
       try {
         const claim = { pool: blockPoolRef(network, seen.unclaimed), key: affinityKey };
@@ -128,13 +176,15 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const network = input.network ?? "";
       for (let attempt = 1; ; attempt++) {
         const blocks: Range[] = [];
-        for (const range of input.ranges) blocks.push(await chooseBlock(network, range, input.key));
         try {
+          for (const range of input.ranges) blocks.push(await chooseBlock(network, range, input.key));
           const assigned = await ipam.allocate({ ...input, network, ranges: blocks });
           return assigned.map((a, i) => ({ ...a, range: input.ranges[i] as Range }));
         } catch (error) {
           // A block filled up after it was read (another call on this node): choose again.
           if (!(error instanceof RangeExhaustedError) || attempt >= MAX_REPLANS) throw error;
+        } finally {
+          handoff.drop(blocks.map((block) => blockPoolRef(network, block)));
         }
       }
     },
@@ -143,11 +193,14 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const out: Released[] = [];
       const errors: unknown[] = [];
       for (const range of input.ranges) {
+        const blocks: Range[] = [];
         try {
-          const blocks = await holding(network, range, input.key);
+          blocks.push(...(await holding(network, range, input.key)));
           if (blocks.length > 0) out.push(...(await ipam.release({ network, ranges: blocks, key: input.key })));
         } catch (error) {
           errors.push(error);
+        } finally {
+          handoff.drop(blocks.map((block) => blockPoolRef(network, block)));
         }
       }
       if (errors.length > 0) throw errors[0];
@@ -157,9 +210,14 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const network = input.network ?? "";
       const out: (Assigned | undefined)[] = [];
       for (const range of input.ranges) {
-        const [block] = await holding(network, range, input.key);
-        const [found] = block === undefined ? [undefined] : await ipam.lookup({ network, ranges: [block], key: input.key });
-        out.push(found === undefined ? undefined : { ...found, range });
+        const blocks = await holding(network, range, input.key);
+        const [block] = blocks;
+        try {
+          const [found] = block === undefined ? [undefined] : await ipam.lookup({ network, ranges: [block], key: input.key });
+          out.push(found === undefined ? undefined : { ...found, range });
+        } finally {
+          handoff.drop(blocks.map((b) => blockPoolRef(network, b)));
+        }
       }
       return out;
     },
