@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { claimAddress } from "./claims.js";
 import { IpamError } from "./errors.js";
 import { formatIp, ipAt, parseCidr } from "./ip.js";
 import { createIpam } from "./ipam.js";
@@ -120,5 +121,51 @@ describe.each([
       ),
       { numRuns: Number(process.env.IPAMKIT_PROPERTY_RUNS ?? 500) },
     );
+  });
+});
+
+describe("claimAddress", () => {
+  const key = (id: string) => attachmentKey({ containerId: id, ifName: "net1" });
+  const a = { network: "", cidr: "10.0.0.0/28" };
+  const b = { network: "", cidr: "10.0.0.0/29" };
+  const ref = { network: "", address: "10.0.0.3" };
+
+  /** The memory store, logging which claim calls reach it. */
+  function logged(inner: IpamStore): { store: IpamStore; calls: string[] } {
+    const calls: string[] = [];
+    const store = new Proxy(inner, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target);
+        if (property !== "readClaim" && property !== "writeClaim") return typeof value === "function" ? value.bind(target) : value;
+        return (...args: unknown[]) => {
+          calls.push(String(property));
+          return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        };
+      },
+    });
+    return { store, calls };
+  }
+
+  it("claims a free address with one create-if-absent write, no read", async () => {
+    const { store, calls } = logged(createMemoryStore());
+    const outcome = await claimAddress(store, ref, { pool: a, key: key("c1") });
+    expect(outcome).toMatchObject({ kind: "claimed", created: true });
+    expect(calls).toEqual(["writeClaim"]);
+    expect((await store.readClaim(ref))?.claim.pool).toEqual(a);
+  });
+
+  it("an existing claim fails the create and is inspected: taken while its pool holds the address", async () => {
+    const memory = createMemoryStore();
+    const ipam = createIpam({ store: memory });
+    const [held] = await ipam.allocate({
+      network: "",
+      ranges: [parseRange({ range: b.cidr, range_start: "10.0.0.3" })],
+      key: key("holder"),
+    });
+    expect(held === undefined ? "" : formatIp(held.address)).toBe("10.0.0.3");
+    const { store, calls } = logged(memory);
+    const outcome = await claimAddress(store, ref, { pool: a, key: key("c1") });
+    expect(outcome).toMatchObject({ kind: "taken", by: { pool: b } });
+    expect(calls).toEqual(["writeClaim", "readClaim"]);
   });
 });

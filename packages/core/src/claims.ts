@@ -49,6 +49,13 @@ async function inspectClaim(store: IpamStore, ref: ClaimRef, claim: Claim): Prom
 }
 
 export async function claimAddress(store: IpamStore, ref: ClaimRef, claim: Claim): Promise<ClaimOutcome> {
+  // Most addresses have no claim: create-if-absent first — the very write the "free" case makes,
+  // without the read before it. An existing claim fails it, and is then inspected as below.
+  try {
+    return { kind: "claimed", version: await store.writeClaim(ref, claim, undefined), created: true };
+  } catch (error) {
+    if (!(error instanceof StoreConflictError)) throw error;
+  }
   const found = await inspectClaim(store, ref, claim);
   if (found.kind === "taken") return found;
   if (found.kind === "free") return { kind: "claimed", version: await store.writeClaim(ref, claim, undefined), created: true };
