@@ -1,5 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { etcdBinary } from "@ipamkit/etcd-launcher";
 import { openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { limited, NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
 import type { CpuParts } from "./cpu.js";
@@ -47,6 +48,14 @@ const floorConf = JSON.stringify({
   type: "macvlan",
   ipam: { type: "ipamkit", range: "10.100.0.0/20" },
 });
+// a missing etcd is said before minutes of floor measurement, not after
+if (stores.includes("etcd"))
+  try {
+    etcdBinary();
+  } catch (error) {
+    process.stderr.write(`sim: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
 const floorParts: string[] = [];
 for (const noop of [NODE_NOOP, NATIVE_NOOP])
   for (const calls of [pods, 2 * pods]) {
