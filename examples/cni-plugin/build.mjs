@@ -5,7 +5,7 @@
 // bundled — ESM builds, so zod/mini tree-shakes — except the etcd client: grpc + .proto files at
 // run time, loaded only for datastore "etcd"), dist/ipamkit-kubernetes.cjs (the Kubernetes store
 // and @kubernetes/client-node, ~1 MB, loaded only for datastore "kubernetes") and
-// dist/ipamkit-agent (the agent, shebang).
+// dist/ipamkit-agent (the agent, shebang); dist/ipamkit-kubernetes.cjs.v8cache (V8's code cache for it).
 import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
@@ -54,3 +54,12 @@ if (compiled.error?.code === "ENOENT") {
 }
 // keeps the extensionless file CommonJS inside this ESM workspace package
 writeFileSync("dist/package.json", '{"type":"commonjs"}\n');
+// V8's code cache for the Kubernetes bundle (src/bundle-loader.ts), made by this Node with no V8 flags
+// — a Node that differs rejects it and compiles from source
+await bundle({ entryPoints: ["src/write-code-cache.ts"], outfile: "dist/.write-code-cache.cjs" });
+const cached = spawnSync(process.execPath, ["dist/.write-code-cache.cjs", "dist/ipamkit-kubernetes.cjs"], {
+  stdio: "inherit",
+  env: { ...process.env, NODE_OPTIONS: "" },
+});
+rmSync("dist/.write-code-cache.cjs");
+if (cached.status !== 0) throw new Error("build: writing the code cache of dist/ipamkit-kubernetes.cjs failed");

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { CNI_CODES, CniError, type IpamConfig, whereaboutsEtcdKeys } from "@ipamkit/cni";
 import type { IpamStore } from "@ipamkit/core";
+import { requireBundle } from "./bundle-loader.js";
 
 export type Datastore = IpamConfig["datastore"];
 export const DATASTORES: readonly Datastore[] = ["etcd", "kubernetes", "file"];
@@ -53,11 +54,11 @@ async function loadEtcdStore(): Promise<typeof import("@ipamkit/storage-etcd")> 
   }
 }
 
-/** dist/ipamkit-kubernetes.cjs, next to this file: the Kubernetes client is parsed only when chosen. */
+/** dist/ipamkit-kubernetes.cjs, next to this file: the Kubernetes client is parsed only when chosen (with its code cache). */
 function loadKubernetesStore(): typeof import("./kubernetes.js") {
   const path = join(__dirname, "ipamkit-kubernetes.cjs");
   try {
-    return require(path) as typeof import("./kubernetes.js");
+    return requireBundle(path).exports as typeof import("./kubernetes.js");
   } catch (error) {
     throw new CniError(
       CNI_CODES.UNSUPPORTED_FIELD,
