@@ -97,7 +97,8 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
       const args = ["--socket", node.socket, "--node-name", node.name, "--log-level", process.env.SIM_AGENT_LOG ?? "warn", "--warm", kind];
       const child = spawn(AGENT, args, {
         stdio: ["ignore", process.env.SIM_AGENT_LOG ? "inherit" : "ignore", "inherit"],
-        env: { PATH: process.env.PATH ?? "" },
+        // SIM_AGENT_NODE_OPTIONS: Node options for the agents only (e.g. --cpu-prof --cpu-prof-dir DIR)
+        env: { PATH: process.env.PATH ?? "", ...(process.env.SIM_AGENT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SIM_AGENT_NODE_OPTIONS } : {}) },
       });
       node.agent = child;
       const deadline = Date.now() + 20_000;
