@@ -97,8 +97,11 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
       const args = ["--socket", node.socket, "--node-name", node.name, "--log-level", process.env.SIM_AGENT_LOG ?? "warn", "--warm", kind];
       const child = spawn(AGENT, args, {
         stdio: ["ignore", process.env.SIM_AGENT_LOG ? "inherit" : "ignore", "inherit"],
-        // SIM_AGENT_NODE_OPTIONS: Node options for the agents only (e.g. --cpu-prof --cpu-prof-dir DIR)
-        env: { PATH: process.env.PATH ?? "", ...(process.env.SIM_AGENT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SIM_AGENT_NODE_OPTIONS } : {}) },
+        // SIM_AGENT_NODE_OPTIONS: Node options for the agents only (e.g. --require a profiling preload)
+        env: {
+          PATH: process.env.PATH ?? "",
+          ...(process.env.SIM_AGENT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SIM_AGENT_NODE_OPTIONS } : {}),
+        },
       });
       node.agent = child;
       const deadline = Date.now() + 20_000;
