@@ -11,6 +11,7 @@ import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { AGENT } from "./cni.js";
 import { type CpuSources, processCpu } from "./cpu.js";
+import { nodeSpawner, type Spawner } from "./spawner.js";
 
 export type StoreKind = "etcd" | "kubernetes" | "file";
 
@@ -31,6 +32,8 @@ export interface Cluster extends CpuSources {
   core: CoreV1Api;
   etcd?: EtcdInstance;
   nodes: SimNode[];
+  /** How the nodes' runtimes start CNI processes (not closed with the cluster). */
+  spawner: Spawner;
   /** The IPAM keys that select this store (plus the agent socket, per node). */
   ipam(node: SimNode): Record<string, unknown>;
   startAgent(node: SimNode): Promise<void>;
@@ -48,6 +51,8 @@ export const POOL_NAMESPACE = "kube-system";
 export interface ClusterOptions {
   /** Per-node blocks of this many addresses (`node_block_size`); each agent runs with its node's name. */
   nodeBlockSize?: number;
+  /** How CNI processes are started (default: Node's spawn). */
+  spawner?: Spawner;
 }
 
 export async function startCluster(kind: StoreKind, nodeCount: number, options: ClusterOptions = {}): Promise<Cluster> {
@@ -67,6 +72,7 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
   const lastCount = new Map<string, number>();
   let retired = 0;
   let retiredCpu = 0;
+  const spawner = options.spawner ?? nodeSpawner;
   return {
     kind,
     dir,
@@ -83,6 +89,7 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
     core: kubeConfig.makeApiClient(CoreV1Api),
     ...(etcd === undefined ? {} : { etcd }),
     nodes,
+    spawner,
     ipam(node) {
       const store =
         kind === "etcd"
@@ -125,6 +132,7 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
     agentPids: () => nodes.flatMap((node) => (node.agent?.pid === undefined ? [] : [node.agent.pid])),
     retiredAgentCpu: () => retiredCpu,
     storePid: () => etcd?.pid,
+    helperPids: () => spawner.helperPids(),
     async conflicts() {
       let total = retired;
       for (const node of nodes) {

@@ -1,5 +1,5 @@
-import { spawn } from "node:child_process";
 import { join } from "node:path";
+import { nodeSpawner, type Spawner } from "./spawner.js";
 
 /** The real binary, built by `pnpm build` (examples/cni-plugin). */
 export const PLUGIN = join(import.meta.dirname, "..", "..", "cni-plugin", "dist", "ipamkit");
@@ -21,33 +21,27 @@ export interface CniOutcome {
   error?: string;
 }
 
-/** One CNI call: one process, as a runtime (via Multus) makes it. */
-export function runCni(call: CniCall): Promise<CniOutcome> {
-  return new Promise((resolve) => {
-    const started = performance.now();
-    const child = spawn(PLUGIN, [], {
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        CNI_COMMAND: call.command,
-        CNI_CONTAINERID: call.containerId,
-        CNI_IFNAME: call.ifName,
-        CNI_NETNS: `/var/run/netns/${call.containerId}`,
-        CNI_PATH: "/opt/cni/bin",
-        CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${call.pod.namespace};K8S_POD_NAME=${call.pod.name};K8S_POD_UID=${call.pod.uid}`,
-      },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.on("close", (code) => {
-      const ms = performance.now() - started;
-      if (code !== 0) return resolve({ ms, code: code ?? -1, error: out.trim() });
-      if (call.command === "DEL") return resolve({ ms, code: 0 });
-      const ip = (JSON.parse(out) as { ips?: { address: string }[] }).ips?.[0]?.address.split("/")[0];
-      resolve({ ms, code: 0, ...(ip === undefined ? {} : { ip }) });
-    });
-    child.stdin.end(call.conf);
+/** One CNI call: one process, as a runtime (via Multus) makes it, started by `spawner`. */
+export async function runCni(call: CniCall, spawner: Spawner = nodeSpawner): Promise<CniOutcome> {
+  const started = performance.now();
+  const { code, stdout } = await spawner.run({
+    path: PLUGIN,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      CNI_COMMAND: call.command,
+      CNI_CONTAINERID: call.containerId,
+      CNI_IFNAME: call.ifName,
+      CNI_NETNS: `/var/run/netns/${call.containerId}`,
+      CNI_PATH: "/opt/cni/bin",
+      CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${call.pod.namespace};K8S_POD_NAME=${call.pod.name};K8S_POD_UID=${call.pod.uid}`,
+    },
+    stdin: call.conf,
   });
+  const ms = performance.now() - started;
+  if (code !== 0) return { ms, code, error: stdout.trim() };
+  if (call.command === "DEL") return { ms, code: 0 };
+  const ip = (JSON.parse(stdout) as { ips?: { address: string }[] }).ips?.[0]?.address.split("/")[0];
+  return { ms, code: 0, ...(ip === undefined ? {} : { ip }) };
 }
 
 /** Runs `tasks` with at most `limit` at once. */
@@ -89,19 +83,21 @@ export const NATIVE_NOOP: NoopProcess = { label: "no-op native processes (cat)",
 
 /**
  * The floor of a phase on this machine: `calls` no-op processes (fed the same stdin), at most
- * `concurrency` at once, spawned from this process as the CNI calls are.
+ * `concurrency` at once, spawned by the same spawner as the CNI calls.
  */
-export async function processFloor(options: { calls: number; concurrency: number; conf: string; noop: NoopProcess }): Promise<number> {
-  const { calls, concurrency, conf, noop } = options;
+export async function processFloor(options: {
+  calls: number;
+  concurrency: number;
+  conf: string;
+  noop: NoopProcess;
+  spawner?: Spawner;
+}): Promise<number> {
+  const { calls, concurrency, conf, noop, spawner = nodeSpawner } = options;
   const started = performance.now();
   await limited(
     concurrency,
     Array.from({ length: calls }, () => async () => {
-      await new Promise<void>((resolve) => {
-        const child = spawn(noop.command, noop.args, { stdio: ["pipe", "ignore", "ignore"], env: { PATH: process.env.PATH ?? "" } });
-        child.on("close", () => resolve());
-        child.stdin.end(conf);
-      });
+      await spawner.run({ path: noop.command, args: noop.args, env: { PATH: process.env.PATH ?? "" }, stdin: conf });
     }),
   );
   return (performance.now() - started) / 1000;

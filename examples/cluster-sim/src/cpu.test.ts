@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { expect, it } from "vitest";
 import { cpuSince, processCpu } from "./cpu.js";
+import { startNativeSpawner } from "./spawner.js";
 
 /**
  * A child that spins until it has used `ms` of CPU, user and system (however busy the machine), then idles until
@@ -30,6 +31,7 @@ it("splits a stretch's CPU: a live agent, a killed agent (counted once, not agai
     agentPids: () => agents.flatMap((a) => (a.exitCode === null && a.signalCode === null ? [a.pid as number] : [])),
     retiredAgentCpu: () => retired,
     storePid: () => undefined,
+    helperPids: () => [],
   };
   const spent = cpuSince(sources);
   const spun = (a: ReturnType<typeof spawn>) => (processCpu(a.pid as number)?.own ?? 0) >= 0.6;
@@ -44,6 +46,7 @@ it("splits a stretch's CPU: a live agent, a killed agent (counted once, not agai
   const live = agents[0] as ReturnType<typeof spawn>;
   const liveCpu = processCpu(live.pid as number)?.own ?? 0;
   live.kill("SIGKILL");
+  await exited(live); // reaped here, not during the next test's stretch
   // both agents spun 0.6 s of CPU, started just before the stretch: the part is their whole CPU, less what they
   // had spent of their Node start when it began (well under 0.2 s each); counting the killed one twice adds 0.6 s
   expect(liveCpu).toBeGreaterThanOrEqual(0.6);
@@ -54,4 +57,22 @@ it("splits a stretch's CPU: a live agent, a killed agent (counted once, not agai
   expect(parts.cni).toBeLessThan(0.9);
   expect(parts.store).toBe(0);
   expect(parts.machine).toBeGreaterThanOrEqual(parts.cni + parts.agents - 0.1);
+});
+
+it("counts a CNI process started by the native spawner (reaped by its launcher, not by this process) as a CNI process", async () => {
+  const spawner = startNativeSpawner();
+  try {
+    const sources = { agentPids: () => [], retiredAgentCpu: () => 0, storePid: () => undefined, helperPids: () => spawner.helperPids() };
+    const spent = cpuSince(sources);
+    const spin = "const t = process.cpuUsage(); while (process.cpuUsage(t).user + process.cpuUsage(t).system < 300000);";
+    const result = await spawner.run({ path: process.execPath, args: ["-e", spin], env: {}, stdin: "" });
+    const parts = spent();
+    expect(result.code).toBe(0);
+    // reaped by the launcher, not by this process: without the helper's children it would be ~0
+    expect(parts.cni).toBeGreaterThanOrEqual(0.29);
+    expect(parts.cni).toBeLessThan(0.9);
+    expect(parts.agents).toBe(0);
+  } finally {
+    await spawner.close();
+  }
 });

@@ -35,11 +35,13 @@ export interface CpuSources {
   retiredAgentCpu(): number;
   /** The store's server process (etcd), when it is a process of its own. */
   storePid(): number | undefined;
+  /** The simulation's helper processes (the native spawner): own CPU is the simulation's, reaped children's the CNI processes'. */
+  helperPids(): number[];
 }
 
 /** CPU seconds by part, over a stretch of the simulation. */
 export interface CpuParts {
-  /** This process: the simulation, the CNI spawns, the reconciler and the in-process test API server. */
+  /** This process and its helpers: the simulation, the CNI spawns, the reconciler and the in-process test API server. */
   harness: number;
   /** The CNI plugin processes (reaped children that were not agents). */
   cni: number;
@@ -53,9 +55,10 @@ export interface CpuParts {
 function sample(sources: CpuSources) {
   const usage = process.cpuUsage();
   const storePid = sources.storePid();
+  const helpers = sources.helperPids().map((pid) => processCpu(pid) ?? { own: 0, children: 0 });
   return {
-    harness: (usage.user + usage.system) / 1e6,
-    reaped: processCpu("self")?.children ?? 0,
+    harness: (usage.user + usage.system) / 1e6 + helpers.reduce((sum, h) => sum + h.own, 0),
+    reaped: (processCpu("self")?.children ?? 0) + helpers.reduce((sum, h) => sum + h.children, 0),
     retired: sources.retiredAgentCpu(),
     live: sources.agentPids().reduce((sum, pid) => sum + (processCpu(pid)?.own ?? 0), 0),
     store: storePid === undefined ? 0 : (processCpu(storePid)?.own ?? 0),

@@ -5,6 +5,7 @@ import { openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { limited, NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
 import type { CpuParts } from "./cpu.js";
 import { type PhaseResult, runScenario } from "./scenario.js";
+import { type Spawner, startSpawner } from "./spawner.js";
 import { lineChart, type Series } from "./svg.js";
 import { sweep } from "./sweep.js";
 
@@ -19,6 +20,8 @@ const { values } = parseArgs({
     nodes: { type: "string", default: "100" },
     networks: { type: "string", default: "1,10" },
     concurrency: { type: "string", default: "32" },
+    /** native: CNI processes started with posix_spawn by src/launcher.c, as Go runtimes start them; node: Node's spawn. */
+    spawner: { type: "string", default: "native" },
     /** Per-node blocks of this many addresses (node_block_size) on the shared stores (etcd, kubernetes). */
     "node-block-size": { type: "string" },
     out: { type: "string" },
@@ -33,6 +36,17 @@ const networksList = (values.networks ?? "1").split(",").map(Number);
 const pods = Number(values.pods);
 const nodes = Number(values.nodes);
 const concurrency = Number(values.concurrency);
+if (values.spawner !== "native" && values.spawner !== "node") {
+  process.stderr.write(`sim: --spawner is native or node, not ${values.spawner}\n`);
+  process.exit(2);
+}
+let spawner: Spawner;
+try {
+  spawner = startSpawner(values.spawner);
+} catch (error) {
+  process.stderr.write(`sim: ${(error as Error).message}\n`);
+  process.exit(1);
+}
 
 const lines = [
   "| store | nodes | blocks | networks/pod | phase | s | ADDs | ADD p50 ms | ADD p99 ms | failed | conflicts | IPs held twice | lost | leaked | reconciler released | CPU s: sim / CNI / agents / etcd of machine |",
@@ -59,16 +73,16 @@ if (stores.includes("etcd"))
 const floorParts: string[] = [];
 for (const noop of [NODE_NOOP, NATIVE_NOOP])
   for (const calls of [pods, 2 * pods]) {
-    const seconds = await processFloor({ calls, concurrency, conf: floorConf, noop });
+    const seconds = await processFloor({ calls, concurrency, conf: floorConf, noop, spawner });
     floorParts.push(`${calls} ${noop.label}: ${seconds.toFixed(1)} s`);
   }
 const floorLine = floorParts.join("; ");
-process.stderr.write(`sim: floor (${concurrency} at once): ${floorLine}\n`);
+process.stderr.write(`sim: floor (${concurrency} at once, the ${spawner.kind} spawner): ${floorLine}\n`);
 for (const kind of stores) {
   for (const networks of networksList) {
     const nodeCount = kind === "file" ? 1 : nodes;
     const blockSize = kind === "file" || values["node-block-size"] === undefined ? undefined : Number(values["node-block-size"]);
-    const cluster = await startCluster(kind, nodeCount, blockSize === undefined ? {} : { nodeBlockSize: blockSize });
+    const cluster = await startCluster(kind, nodeCount, { spawner, ...(blockSize === undefined ? {} : { nodeBlockSize: blockSize }) });
     const store = openSimStore(cluster);
     try {
       await limited(
@@ -106,7 +120,7 @@ if (values.svg !== undefined) {
   };
   const sweepLines = ["| store | concurrency | ADD p50 ms | ADD p99 ms |", "|---|---:|---:|---:|"];
   for (const kind of stores) {
-    const cluster = await startCluster(kind, kind === "file" ? 1 : Math.min(nodes, 10));
+    const cluster = await startCluster(kind, kind === "file" ? 1 : Math.min(nodes, 10), { spawner });
     try {
       await limited(
         8,
@@ -132,7 +146,8 @@ if (values.svg !== undefined) {
   );
   lines.push("", ...sweepLines);
 }
-const text = `${lines.join("\n")}\n\nFloor of this machine (${concurrency} at once): ${floorLine}.\n${concurrency} CNI processes at most at once, node ${process.version}, ${new Date().toISOString()}\n`;
+await spawner.close();
+const text = `${lines.join("\n")}\n\nFloor of this machine (${concurrency} at once, the ${spawner.kind} spawner): ${floorLine}.\n${concurrency} CNI processes at most at once, started by the ${spawner.kind} spawner, node ${process.version}, ${new Date().toISOString()}\n`;
 process.stdout.write(text);
 if (values.out !== undefined) writeFileSync(values.out, text);
 process.exitCode = bad === 0 ? 0 : 1;

@@ -1,7 +1,8 @@
-import { expect, it } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { limited } from "./cni.js";
 import { runScenario } from "./scenario.js";
+import { startNativeSpawner } from "./spawner.js";
 
 // The bounded form of `pnpm sim` that CI runs: every phase on every store, 2 networks per pod,
 // through the built binary and real agents; the independent audit must find nothing wrong.
@@ -13,10 +14,16 @@ const cases: { kind: StoreKind; blocks?: number }[] = [
   { kind: "file" },
   { kind: "kubernetes", blocks: 8 },
 ];
+// CNI processes started as `pnpm sim` starts them: by the native spawner (src/launcher.c)
+const spawner = startNativeSpawner();
+afterAll(() => spawner.close());
 for (const { kind, blocks } of cases) {
   const label = blocks === undefined ? kind : `${kind} with per-node blocks of ${blocks}`;
   it(`${label}: create, re-create, power-cycle + reconcile, delete — nothing held twice, lost or leaked`, async () => {
-    const cluster = await startCluster(kind, kind === "file" ? 1 : 4, blocks === undefined ? {} : { nodeBlockSize: blocks });
+    const cluster = await startCluster(kind, kind === "file" ? 1 : 4, {
+      spawner,
+      ...(blocks === undefined ? {} : { nodeBlockSize: blocks }),
+    });
     const store = openSimStore(cluster);
     try {
       await limited(

@@ -83,13 +83,16 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
 
   /** One CNI call for a pod's attachment to network k (interface net<k+1>). */
   const attachment = (command: "ADD" | "DEL", pod: SimPod, k: number) =>
-    runCni({
-      command,
-      containerId: pod.sandbox,
-      ifName: `net${k + 1}`,
-      pod: { namespace: NS, name: pod.name, uid: pod.uid },
-      conf: conf(pod.node, k),
-    });
+    runCni(
+      {
+        command,
+        containerId: pod.sandbox,
+        ifName: `net${k + 1}`,
+        pod: { namespace: NS, name: pod.name, uid: pod.uid },
+        conf: conf(pod.node, k),
+      },
+      cluster.spawner,
+    );
 
   /** A pod comes up: its object, one ADD per network (as Multus calls the IPAM), then Running with network-status. */
   async function bringUp(pod: SimPod, outcomes: CniOutcome[]): Promise<void> {

@@ -24,13 +24,16 @@ export async function sweep(cluster: Cluster, levels: number[], calls: number): 
       });
     };
     const call = (command: "ADD" | "DEL", i: number) =>
-      runCni({
-        command,
-        containerId: `sweep-${round}-${i}`,
-        ifName: "net1",
-        pod: { namespace: "sweep", name: `p${i}`, uid: `u${i}` },
-        conf: conf(i),
-      });
+      runCni(
+        {
+          command,
+          containerId: `sweep-${round}-${i}`,
+          ifName: "net1",
+          pod: { namespace: "sweep", name: `p${i}`, uid: `u${i}` },
+          conf: conf(i),
+        },
+        cluster.spawner,
+      );
     const adds = await limited(
       c,
       Array.from({ length: calls }, (_, i) => () => call("ADD", i)),
