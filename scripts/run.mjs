@@ -35,7 +35,8 @@ function ensurePnpm() {
  * Debian packages the tests use for real: etcd (etcd-server, etcd-client), openssl for throw-away
  * TLS certificates, the CNI reference plugins (bridge, macvlan, host-local in /usr/lib/cni) and
  * iproute2 for the end-to-end tests in network namespaces, gcc and the static C library for the
- * native CNI forwarder (examples/cni-plugin/src/forwarder.c).
+ * native CNI forwarder (examples/cni-plugin/src/forwarder.c) and the simulation's process launcher
+ * (examples/cluster-sim/src/launcher.c).
  */
 function ensureDebianPackages() {
   const missing = [
