@@ -7,10 +7,12 @@ import { startNativeSpawner } from "./spawner.js";
  * A child that spins until it has used `ms` of CPU, user and system (however busy the machine), then idles until
  * killed, or exits. (Counting user time only, the loop's own getrusage calls added an unbounded share of system time.)
  */
-function spinner(ms: number, thenExit: boolean) {
+function spinCode(ms: number, thenExit: boolean) {
   const used = "(() => { const u = process.cpuUsage(); return u.user + u.system; })()";
-  const code = `while (${used} < ${ms * 1000}); ${thenExit ? "" : "setInterval(() => {}, 1000);"}`;
-  return spawn(process.execPath, ["-e", code], { stdio: ["ignore", "ignore", "inherit"] });
+  return `while (${used} < ${ms * 1000}); ${thenExit ? "" : "setInterval(() => {}, 1000);"}`;
+}
+function spinner(ms: number, thenExit: boolean) {
+  return spawn(process.execPath, ["-e", spinCode(ms, thenExit)], { stdio: ["ignore", "ignore", "inherit"] });
 }
 const exited = (child: ReturnType<typeof spawn>) => new Promise((resolve) => child.once("exit", resolve));
 
@@ -64,8 +66,7 @@ it("counts a CNI process started by the native spawner (reaped by its launcher, 
   try {
     const sources = { agentPids: () => [], retiredAgentCpu: () => 0, storePid: () => undefined, helperPids: () => spawner.helperPids() };
     const spent = cpuSince(sources);
-    const spin = "const t = process.cpuUsage(); while (process.cpuUsage(t).user + process.cpuUsage(t).system < 300000);";
-    const result = await spawner.run({ path: process.execPath, args: ["-e", spin], env: {}, stdin: "" });
+    const result = await spawner.run({ path: process.execPath, args: ["-e", spinCode(300, true)], env: {}, stdin: "" });
     const parts = spent();
     expect(result.code).toBe(0);
     // reaped by the launcher, not by this process: without the helper's children it would be ~0

@@ -9,7 +9,8 @@
  *                      KEY=VALUE, the child's stdin
  *   response (stdout): id, status (exit code, or 128 + signal), user µs, system µs (the child's own,
  *                      from wait4), the child's stdout as length + bytes
- * The path is looked up in the launcher's own PATH. The child's stderr goes to /dev/null. A request this launcher cannot spawn answers status 127.
+ * The path is looked up in the launcher's own PATH. The child's stderr goes to /dev/null. A request
+ * this launcher cannot spawn answers status 127.
  * It exits when its stdin closes and every child has been answered.
  */
 #define _GNU_SOURCE
@@ -77,22 +78,20 @@ static void respond(uint32_t id, uint32_t status, const struct rusage *ru, const
   if (!write_all(1, head, sizeof head) || (outlen > 0 && !write_all(1, out, outlen))) exit(0);
 }
 
-/* Reads a length-prefixed string at *at; NULL when the frame is not complete yet. */
-static char *field(size_t *at, uint32_t *n) {
-  if (*at + 4 > inlen) return NULL;
-  memcpy(n, in + *at, 4);
-  if (*at + 4 + *n > inlen) return NULL;
-  char *s = in + *at + 4;
-  *at += 4 + *n;
-  return s;
-}
-
 /* Reads a count at *at; false when the frame is not complete yet. */
 static int count(size_t *at, uint32_t *n) {
   if (*at + 4 > inlen) return 0;
   memcpy(n, in + *at, 4);
   *at += 4;
   return 1;
+}
+
+/* Reads a length-prefixed string at *at; NULL when the frame is not complete yet. */
+static char *field(size_t *at, uint32_t *n) {
+  if (!count(at, n) || *at + *n > inlen) return NULL;
+  char *s = in + *at;
+  *at += *n;
+  return s;
 }
 
 /* Reads `n` strings at *at into NUL-terminated copies at list[first..]; false when incomplete. */
