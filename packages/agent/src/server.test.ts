@@ -15,6 +15,7 @@ let socketPath: string;
 let agent: Agent | undefined;
 let opened: number;
 let conflicts: number;
+let claimReads: number;
 
 /** The file store, counting opens and write conflicts. */
 async function openStore(config: IpamConfig): Promise<IpamStore> {
@@ -26,7 +27,10 @@ async function openStore(config: IpamConfig): Promise<IpamStore> {
     capabilities: store.capabilities,
     readPool: (ref) => store.readPool(ref),
     listPools: () => store.listPools(),
-    readClaim: (ref) => store.readClaim(ref),
+    readClaim: (ref) => {
+      claimReads++;
+      return store.readClaim(ref);
+    },
     writeClaim: (ref, claim, expected) => store.writeClaim(ref, claim, expected),
     deleteClaim: (ref, expected) => store.deleteClaim(ref, expected),
     listClaims: (network) => store.listClaims(network),
@@ -62,6 +66,7 @@ beforeEach(async () => {
   socketPath = join(dir, "run", "agent.sock");
   opened = 0;
   conflicts = 0;
+  claimReads = 0;
   agent = await startAgent({ socketPath, openStore });
 });
 afterEach(async () => {
@@ -136,6 +141,20 @@ describe("the agent", () => {
     expect(agent?.stats()).toMatchObject({ requests: 50, byExitCode: { 0: 50 }, inFlight: 0, stores: 1, conflicts: 0 });
     // the same counters over the socket (what an operator or the simulation reads)
     expect(await agentStats(socketPath)).toEqual(agent?.stats());
+  });
+
+  it("a DEL deletes the overlapping-range claim its ADD wrote without reading it first", async () => {
+    for (const command of ["ADD", "DEL"]) {
+      const answer = await forwardToAgent({ socketPath, env: env(command), stdin: conf() });
+      expect(answer.exitCode, answer.stdout).toBe(0);
+    }
+    expect(claimReads).toBe(0);
+    const store = createFileStore({ dir: join(dir, "store") });
+    expect(await store.listClaims("")).toEqual([]);
+    const [pool, ...more] = await store.listPools();
+    expect(more).toEqual([]);
+    expect(pool && (await store.readPool(pool))?.pool.size).toBe(0);
+    await store.close();
   });
 
   it("listens with mode 0600, replaces a stale socket, refuses to start beside a live one or over a file", async () => {

@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import type { IpamConfig } from "@ipamkit/cni";
-import { type IpamStore, StoreConflictError, withAffinityCache } from "@ipamkit/core";
+import { type IpamStore, StoreConflictError, withAffinityCache, withOwnClaimMemory } from "@ipamkit/core";
 
 /** Which client a config needs: calls that need the same one share it. */
 export function storeIdentity(config: IpamConfig): string {
@@ -57,8 +57,11 @@ export class StoreCache {
           if (old.users === 0) void this.dispose(old);
         }
       }
-      // Block-affinity claims, once seen, stay true: this long-lived process remembers them (core's withAffinityCache).
-      entry = { store: this.open(config).then(withAffinityCache), users: 0, retired: false, family };
+      // This long-lived process remembers block-affinity claims once seen (they stay true), and the
+      // address claims it wrote, so a DEL deletes its claim without reading it (core's
+      // withAffinityCache, withOwnClaimMemory: both safe under compare-and-swap, see their docs).
+      const opened = this.open(config).then((store) => withOwnClaimMemory(withAffinityCache(store)));
+      entry = { store: opened, users: 0, retired: false, family };
       this.entries.set(identity, entry);
       // a failed open is not cached: the next call tries again
       entry.store.catch(() => this.entries.get(identity) === entry && this.entries.delete(identity));

@@ -6,6 +6,7 @@ import { formatIp, ipAt, parseCidr } from "./ip.js";
 import { createIpam } from "./ipam.js";
 import { attachmentKey } from "./key.js";
 import { createMemoryStore } from "./memory-store.js";
+import { withOwnClaimMemory } from "./own-claims.js";
 import { parseRange } from "./range.js";
 import type { IpamStore } from "./store.js";
 
@@ -58,10 +59,13 @@ function client(inner: IpamStore, rng: () => number, crashAt: number | undefined
 const ranges = [parseRange({ range: "10.0.0.0/28" }), parseRange({ range: "10.0.0.0/29" }), parseRange({ range: "10.0.0.4/30" })];
 
 describe.each([
-  ["separate writes (fenced protocol)", { atomicCommit: false }],
-  ["atomic commits (claim in the pool's transaction)", { atomicCommit: true }],
-  ["entry-level commits (reserve/unreserve, like etcd)", { atomicCommit: true, entryWrites: true }],
-])("overlapping-range claims under random interleavings, crashes and same-key ADD/DEL races: %s", (_name, storeOptions) => {
+  ["separate writes (fenced protocol)", { atomicCommit: false }, false],
+  ["atomic commits (claim in the pool's transaction)", { atomicCommit: true }, false],
+  ["entry-level commits (reserve/unreserve, like etcd)", { atomicCommit: true, entryWrites: true }, false],
+  // each client a process that remembers the claims it wrote (withOwnClaimMemory, as the agent does)
+  ["separate writes, clients remembering their own claims", { atomicCommit: false }, true],
+  ["entry-level commits, clients remembering their own claims", { atomicCommit: true, entryWrites: true }, true],
+])("overlapping-range claims under random interleavings, crashes and same-key ADD/DEL races: %s", (_name, storeOptions, remember) => {
   it("never lets two pools hold one IP, and never blocks an IP for good", async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -84,8 +88,9 @@ describe.each([
           const shared = createMemoryStore(storeOptions);
           await Promise.all(
             actors.map(async (actor, n) => {
+              const own = client(shared, rng, actor.crashAt);
               const ipam = createIpam({
-                store: client(shared, rng, actor.crashAt),
+                store: remember ? withOwnClaimMemory(own) : own,
                 retry: { attempts: 500, deadlineMs: 60_000, sleep: async () => {} },
               });
               const input = {

@@ -47,6 +47,8 @@ export {
   isAffinityNetwork,
   nodeBlockOrder,
 } from "./node-blocks.js";
+export type { OwnClaimMemoryOptions } from "./own-claims.js";
+export { withOwnClaimMemory } from "./own-claims.js";
 export type { PoolInit } from "./pool.js";
 export { Pool } from "./pool.js";
 export type { PoolRecord, ReservationRecord } from "./pool-record.js";
