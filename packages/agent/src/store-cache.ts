@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import type { IpamConfig } from "@ipamkit/cni";
-import { type IpamStore, StoreConflictError, withAffinityCache, withOwnClaimMemory } from "@ipamkit/core";
+import { type IpamStore, StoreConflictError, withAffinityCache, withOwnClaimMemory, withPoolRecall } from "@ipamkit/core";
 
 /** Which client a config needs: calls that need the same one share it. */
 export function storeIdentity(config: IpamConfig): string {
@@ -57,10 +57,12 @@ export class StoreCache {
           if (old.users === 0) void this.dispose(old);
         }
       }
-      // This long-lived process remembers block-affinity claims once seen (they stay true), and the
-      // address claims it wrote, so a DEL deletes its claim without reading it (core's
-      // withAffinityCache, withOwnClaimMemory: both safe under compare-and-swap, see their docs).
-      const opened = this.open(config).then((store) => withOwnClaimMemory(withAffinityCache(store)));
+      // This long-lived process remembers block-affinity claims once seen (they stay true), the
+      // address claims it wrote (a DEL deletes its claim without reading it), and each pool as it
+      // last saw it (per-node blocks write their only block at that version without reading it
+      // first). Core's withAffinityCache, withOwnClaimMemory, withPoolRecall: all safe under
+      // compare-and-swap, see their docs.
+      const opened = this.open(config).then((store) => withPoolRecall(withOwnClaimMemory(withAffinityCache(store))));
       entry = { store: opened, users: 0, retired: false, family };
       this.entries.set(identity, entry);
       // a failed open is not cached: the next call tries again
@@ -121,6 +123,7 @@ function lend(store: IpamStore, giveBack: () => Promise<void>, onConflict: () =>
     name: store.name,
     capabilities: store.capabilities,
     readPool: (ref) => store.readPool(ref),
+    ...(store.recallPool === undefined ? {} : { recallPool: store.recallPool.bind(store) }),
     writePool: (ref, pool, expected) => counted(store.writePool(ref, pool, expected)),
     listPools: () => store.listPools(),
     readClaim: (ref) => store.readClaim(ref),

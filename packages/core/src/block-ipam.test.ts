@@ -6,6 +6,7 @@ import { cidrContains, formatIp, parseCidr } from "./ip.js";
 import { attachmentKey, formatKey } from "./key.js";
 import { createMemoryStore } from "./memory-store.js";
 import { affinityClaimRef, blockLayout, blockRange } from "./node-blocks.js";
+import { withPoolRecall } from "./pool-recall.js";
 import { parseRange, type Range } from "./range.js";
 import type { IpamStore } from "./store.js";
 
@@ -132,6 +133,51 @@ describe("per-node blocks", () => {
     expect(new Set(held.map((h) => h.address)).size).toBe(3);
   });
 
+  it("with pool recall, ADD and DEL in the node's only block read no pool; a lookup and an idempotent ADD still read", async () => {
+    const { store, reads } = countingStore();
+    const a = createNodeBlockIpam({ store: withPoolRecall(store), node: "node-a", blockSize: 16 });
+    await a.allocate({ ranges: [range], key: key("c0") });
+    const block = reads.at(-1);
+    reads.length = 0;
+    const [got] = await a.allocate({ ranges: [range], key: key("c1") });
+    expect(reads).toEqual([]);
+    // an ADD that finds its key writes nothing, so it never trusts a recalled pool
+    expect((await a.allocate({ ranges: [range], key: key("c1") }))[0]?.address).toEqual(got?.address);
+    expect(reads).toEqual([block]);
+    reads.length = 0;
+    expect((await a.lookup({ ranges: [range], key: key("c1") }))[0]?.address).toEqual(got?.address);
+    expect(reads).toEqual([block]);
+    reads.length = 0;
+    expect((await a.release({ ranges: [range], key: key("c1") })).map((r) => r.address)).toEqual([got?.address]);
+    expect(reads).toEqual([]);
+    // a DEL that finds nothing as recalled writes nothing, so it reads afresh
+    expect(await a.release({ ranges: [range], key: key("c1") })).toEqual([]);
+    expect(reads).toEqual([block]);
+  });
+
+  it("a stale recalled pool costs a conflict and a fresh read: no address held twice, no release missed, no released address handed back", async () => {
+    const { inner, store } = countingStore();
+    const a = createNodeBlockIpam({ store: withPoolRecall(store), node: "node-a", blockSize: 16 });
+    // another process of the same node (the binary while the agent restarts), and the reconciler
+    const other = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
+    const [c0] = await a.allocate({ ranges: [range], key: key("c0") });
+    await other.allocate({ ranges: [range], key: key("o1") });
+    const before = a.conflicts.conflicts;
+    await a.allocate({ ranges: [range], key: key("c1") });
+    expect(a.conflicts.conflicts).toBe(before + 1);
+    // the other process adds a key this one never saw: a's DEL of it reads afresh and frees it
+    await other.allocate({ ranges: [range], key: key("o2") });
+    expect((await a.release({ ranges: [range], key: key("o2") })).map((r) => r.reservation.key)).toEqual([key("o2")]);
+    // c0 released behind a's back: a's ADD of c0 must reserve again, not answer the recalled address
+    await other.release({ ranges: [range], key: key("c0") });
+    const [again] = await a.allocate({ ranges: [range], key: key("c0") });
+    const held = await holdings(inner);
+    expect(held.map((h) => h.key).sort()).toEqual(["c0/net1", "c1/net1", "o1/net1"]);
+    expect(new Set(held.map((h) => h.address)).size).toBe(3);
+    expect(held.find((h) => h.key === "c0/net1")?.address).toBe(again && formatIp(again.address));
+    expect(c0).toBeDefined();
+  });
+
   it("claims the next block when its blocks are full, borrows once none is left, then reports exhaustion", async () => {
     const small = parseRange({ range: "10.0.0.0/27" }); // two blocks of 16: .1-.15 and .16-.30
     const store = createMemoryStore();
@@ -179,7 +225,10 @@ describe("per-node blocks", () => {
     expect(cidrContains(range.cidr, { family: 4, value: parseCidr(pools[0]?.ref.cidr ?? "").network })).toBe(true);
   });
 
-  it("never holds an address twice nor loses a reservation under concurrent nodes (random interleavings)", async () => {
+  it.each([
+    ["", false],
+    [", each node recalling its pools", true],
+  ])("never holds an address twice nor loses a reservation under concurrent nodes (random interleavings)%s", async (_name, recall) => {
     const small = parseRange({ range: "10.0.0.0/28", exclude: ["10.0.0.4/31"] }); // 4 blocks, 11 addresses: fills, borrows
     await fc.assert(
       fc.asyncProperty(
@@ -202,7 +251,12 @@ describe("per-node blocks", () => {
             close: () => store.close(),
           };
           const nodes = [0, 1, 2, 3].map((n) =>
-            createNodeBlockIpam({ store: scheduled, node: `n${n}`, blockSize: 4, retry: { baseDelayMs: 0 } }),
+            createNodeBlockIpam({
+              store: recall ? withPoolRecall(scheduled) : scheduled,
+              node: `n${n}`,
+              blockSize: 4,
+              retry: { baseDelayMs: 0 },
+            }),
           );
           // Keys are per node (an attachment lives on one node); a key's ops run in order.
           const model = new Map<string, string>();

@@ -119,9 +119,14 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   const searched = (seen: NodeView): Range[] => (seen.unclaimed === undefined ? [...seen.own, ...seen.others] : seen.own);
 
   /** The blocks holding `key`, their reads handed on (callers drop them when done). */
-  async function holding(network: string, range: Range, key: AttachmentKey): Promise<Range[]> {
+  async function holding(network: string, range: Range, key: AttachmentKey, recall = false): Promise<Range[]> {
+    const blocks = searched(await view(network, range));
+    // Held, as last seen: the release's write at that version checks it. (Not held: a release that
+    // finds nothing writes nothing, so that is always read afresh.)
+    const quick = recall ? recalled(network, blocks, (stored) => stored.pool.forKey(key) !== undefined) : undefined;
+    if (quick !== undefined) return [quick];
     const found: Range[] = [];
-    for (const block of searched(await view(network, range))) {
+    for (const block of blocks) {
       const ref = blockPoolRef(network, block);
       const stored = await store.readPool(ref);
       if (stored?.pool.forKey(key) === undefined) continue;
@@ -131,10 +136,34 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     return found;
   }
 
+  /**
+   * The pool of a node's only searched block as this process last saw it (store.recallPool), when
+   * `usable` holds for it. Safe only because the caller's next step is a compare-and-swap write of
+   * that pool at the recalled version, which validates the choice: with one searched block, "the
+   * key is not held" and "the key is held here" are facts about that one pool.
+   */
+  function recalled(network: string, blocks: Range[], usable: (stored: StoredPool, block: Range) => boolean): Range | undefined {
+    const [block, ...more] = blocks;
+    if (block === undefined || more.length > 0 || store.recallPool === undefined) return undefined;
+    const ref = blockPoolRef(network, block);
+    const stored = store.recallPool(ref);
+    if (stored === undefined || !usable(stored, block)) return undefined;
+    handoff.hand(ref, stored);
+    return block;
+  }
+
   /** The block to allocate `key` in: where it already is, else a block with room, else a newly claimed one. */
   async function chooseBlock(network: string, range: Range, key: AttachmentKey): Promise<Range> {
     for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
       const seen = await view(network, range);
+      // Not held and room, as last seen: the allocation's write at that version checks both. (Held:
+      // an ADD that finds its key writes nothing, so that is never taken from a recalled pool.)
+      const quick = recalled(
+        network,
+        searched(seen),
+        (stored, block) => stored.pool.forKey(key) === undefined && findFree(stored.pool, block, block.first, block.last) !== undefined,
+      );
+      if (quick !== undefined) return quick;
       let roomy: Range | undefined;
       let roomyRead: StoredPool | undefined;
       for (const block of searched(seen)) {
@@ -195,7 +224,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       for (const range of input.ranges) {
         const blocks: Range[] = [];
         try {
-          blocks.push(...(await holding(network, range, input.key)));
+          blocks.push(...(await holding(network, range, input.key, true)));
           if (blocks.length > 0) out.push(...(await ipam.release({ network, ranges: blocks, key: input.key })));
         } catch (error) {
           errors.push(error);

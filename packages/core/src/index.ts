@@ -51,6 +51,8 @@ export type { OwnClaimMemoryOptions } from "./own-claims.js";
 export { withOwnClaimMemory } from "./own-claims.js";
 export type { PoolInit } from "./pool.js";
 export { Pool } from "./pool.js";
+export type { PoolRecallOptions } from "./pool-recall.js";
+export { withPoolRecall } from "./pool-recall.js";
 export type { PoolRecord, ReservationRecord } from "./pool-record.js";
 export { claimFromRecord, claimToRecord, poolFromRecord, poolToRecord, reservationToRecord } from "./pool-record.js";
 export type { OffsetInterval, Range, RangeSpec } from "./range.js";

@@ -85,6 +85,11 @@ export interface IpamStore {
    * not exist yet). Returns the new version. A stale write throws StoreConflictError and writes nothing.
    */
   writePool(ref: PoolRef, pool: Pool, expected: Version | undefined): Promise<Version>;
+  /**
+   * Optional, no request: the pool as this process last read or wrote it (core's withPoolRecall),
+   * possibly stale. Only for choices that a compare-and-swap write at its version validates.
+   */
+  recallPool?(ref: PoolRef): StoredPool | undefined;
   /** Every pool, in one stable order (network, then CIDR text). */
   listPools(): Promise<PoolRef[]>;
   readClaim(ref: ClaimRef): Promise<StoredClaim | undefined>;
