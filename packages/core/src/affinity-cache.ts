@@ -15,6 +15,7 @@ export function withAffinityCache(store: IpamStore): IpamStore {
     name: store.name,
     capabilities: store.capabilities,
     readPool: (ref) => store.readPool(ref),
+    ...(store.recallPool === undefined ? {} : { recallPool: store.recallPool.bind(store) }),
     writePool: (ref, pool, expected) => store.writePool(ref, pool, expected),
     listPools: () => store.listPools(),
     async readClaim(ref) {

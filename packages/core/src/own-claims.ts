@@ -36,6 +36,7 @@ export function withOwnClaimMemory(store: IpamStore, options: OwnClaimMemoryOpti
     name: store.name,
     capabilities: store.capabilities,
     readPool: (ref) => store.readPool(ref),
+    ...(store.recallPool === undefined ? {} : { recallPool: store.recallPool.bind(store) }),
     writePool: (ref, pool, expected) => store.writePool(ref, pool, expected),
     listPools: () => store.listPools(),
     readClaim: (ref) => Promise.resolve(known.get(id(ref)) ?? store.readClaim(ref)),

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { withAffinityCache } from "./affinity-cache.js";
 import { StoreConflictError } from "./errors.js";
 import { parseCidr } from "./ip.js";
 import { attachmentKey } from "./key.js";
 import { createMemoryStore } from "./memory-store.js";
+import { withOwnClaimMemory } from "./own-claims.js";
 import { Pool } from "./pool.js";
 import { withPoolRecall } from "./pool-recall.js";
 
@@ -32,6 +34,14 @@ describe("withPoolRecall", () => {
     expect(store.recallPool?.(ref)).toEqual({ pool: empty, version });
     await store.commit?.([{ kind: "reserve", ref, reservation: reservation(2n, "a"), lastOffset: 2n }]);
     expect(store.recallPool?.(ref)).toBeUndefined();
+  });
+
+  it("returns a store that recalls its own pools unchanged (and the other wrappers pass recallPool through)", async () => {
+    const native = withPoolRecall(createMemoryStore());
+    expect(withPoolRecall(native)).toBe(native);
+    await native.writePool(ref, empty, undefined);
+    const wrapped = withPoolRecall(withOwnClaimMemory(withAffinityCache(native)));
+    expect(wrapped.recallPool?.(ref)?.pool).toBe(empty);
   });
 
   it("forgets the oldest pools beyond its limit", async () => {

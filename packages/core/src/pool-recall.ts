@@ -14,8 +14,12 @@ export interface PoolRecallOptions {
  * is not in my only block, and it has room" — the write at that version fails if anything
  * changed, and the retry reads afresh). A choice that would write nothing is never made from it.
  * A pool is forgotten on any failed write, and on entry-level steps (whose new pool it cannot know).
+ * A store that offers recallPool itself is returned unchanged.
  */
 export function withPoolRecall(store: IpamStore, options: PoolRecallOptions = {}): IpamStore {
+  // a store that recalls its own pools (etcd: its refreshed cache, which also folds in its own
+  // entry-level steps) knows better than this wrapper, which must forget pools on those steps
+  if (store.recallPool !== undefined) return store;
   const limit = options.limit ?? 10_000;
   const known = new Map<string, StoredPool>();
   const id = (ref: PoolRef) => `${ref.network}\u0000${ref.cidr}`;

@@ -1,4 +1,4 @@
-import { attachmentKey, Pool, parseCidr, type Reservation } from "@ipamkit/core";
+import { attachmentKey, type IpamStore, Pool, parseCidr, type Reservation, type StoreWrite } from "@ipamkit/core";
 import fc from "fast-check";
 import { expect, inject, it } from "vitest";
 import { createEtcdStore } from "./index.js";
@@ -72,4 +72,53 @@ it("cached reads always equal a fresh full read, whatever two writers did", asyn
     ),
     { numRuns: Number(process.env.IPAMKIT_PROPERTY_RUNS ?? 40) },
   );
+});
+
+/** The store's commit and recallPool, which the etcd store always offers. */
+const commitOn = (s: IpamStore, writes: StoreWrite[]) => {
+  if (s.commit === undefined) throw new Error("no commit");
+  return s.commit(writes);
+};
+const recall = (s: IpamStore) => {
+  if (s.recallPool === undefined) throw new Error("no recallPool");
+  return s.recallPool(ref);
+};
+
+it("recalls the pool with its own entry steps folded in, without a read; a stale recall only costs a conflict", async () => {
+  const prefix = `/cache-recall/${process.pid}/`;
+  const store = createEtcdStore({ endpoints: [endpoint], prefix });
+  const other = createEtcdStore({ endpoints: [endpoint], prefix });
+  const fresh = async () => {
+    const reader = createEtcdStore({ endpoints: [endpoint], prefix });
+    try {
+      return await reader.readPool(ref);
+    } finally {
+      await reader.close();
+    }
+  };
+  try {
+    expect(recall(store)).toBeUndefined(); // nothing read yet
+    await commitOn(store, [{ kind: "reserve", ref, reservation: res(1, "a"), lastOffset: 1n }]);
+    await store.readPool(ref);
+    const a2 = res(2, "b");
+    await commitOn(store, [{ kind: "reserve", ref, reservation: a2, lastOffset: 2n }]);
+    await commitOn(store, [{ kind: "unreserve", ref, reservation: res(1, "a") }]);
+    // the released offset 1 is a tombstone now: reserving it again must compare the empty value
+    await commitOn(store, [{ kind: "reserve", ref, reservation: res(1, "c"), lastOffset: 1n }]);
+    const truth = await fresh();
+    const recalled = recall(store);
+    expect(view(recalled?.pool)).toEqual(view(truth?.pool));
+    expect(view(recalled?.pool)).toEqual(["1:c", "2:b"]);
+    expect(recalled?.version).toBe(truth?.version);
+    expect(recalled?.pool.lastOffset).toBe(truth?.pool.lastOffset);
+    // another instance writes: the recall is stale, and a reserve made from it conflicts
+    await commitOn(other, [{ kind: "reserve", ref, reservation: res(3, "o"), lastOffset: 3n }]);
+    expect(view(recall(store)?.pool)).toEqual(["1:c", "2:b"]);
+    await expect(commitOn(store, [{ kind: "reserve", ref, reservation: res(3, "d"), lastOffset: 3n }])).rejects.toMatchObject({
+      code: "STORE_CONFLICT",
+    });
+    expect(view((await store.readPool(ref))?.pool)).toEqual(["1:c", "2:b", "3:o"]);
+  } finally {
+    await Promise.all([store.close(), other.close()]);
+  }
 });

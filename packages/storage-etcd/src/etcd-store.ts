@@ -20,6 +20,7 @@ import {
   type StoredPool,
   StoreUnavailableError,
   type StoreWrite,
+  sameKey,
   type Version,
 } from "@ipamkit/core";
 import { noop } from "cockatiel";
@@ -289,6 +290,39 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     }
   }
 
+  /**
+   * Folds this instance's own committed entry step into its cached pool, so the cache (and so
+   * recallPool, and the next reserve's tombstone compare) knows its own writes without reading
+   * them back. The cached revision stays that of the last read: the next refresh still fetches
+   * everything since, this write included, and folds it in again idempotently. Anything the cache
+   * cannot fold exactly ("pool" steps, a stale cache) drops the pool for a full read.
+   */
+  function foldOwnStep(w: StoreWrite, revision: string): void {
+    if (w.kind !== "reserve" && w.kind !== "unreserve" && w.kind !== "pool") return;
+    const id = poolId(w.ref);
+    const cached = cache.get(id);
+    if (cached === undefined) return;
+    try {
+      if (w.kind === "pool") throw new Error("whole-pool writes are read back");
+      const r = w.reservation;
+      const tombstones = new Set(cached.tombstones);
+      let pool: Pool;
+      if (w.kind === "reserve") {
+        pool = cached.pool.with(r, { moveCursor: false });
+        if (w.lastOffset !== undefined) pool = pool.withCursor(w.lastOffset);
+        tombstones.delete(r.offset);
+      } else {
+        const held = cached.pool.atOffset(r.offset);
+        if (held === undefined || !sameKey(held.key, r.key)) throw new Error("not cached as held");
+        pool = cached.pool.without(r.key);
+        tombstones.add(r.offset);
+      }
+      cache.set(id, { pool, version: revision, revision: cached.revision, tombstones });
+    } catch {
+      cache.delete(id);
+    }
+  }
+
   /** One transaction for all steps; every compare must hold. Returns each step's new version. */
   async function transact(steps: readonly StoreWrite[], operation: string): Promise<Version[]> {
     const compares: Compare[] = [];
@@ -306,6 +340,7 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
       throw new StoreConflictError(object, { component: STORE_NAME });
     }
     const revision = result.header.revision;
+    for (const w of steps) foldOwnStep(w, revision);
     return steps.map((w) => (w.kind === "check-pool" ? (w.expected ?? "") : w.kind === "delete-claim" ? "" : revision));
   }
 
@@ -315,6 +350,11 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     async readPool(ref: PoolRef): Promise<StoredPool | undefined> {
       const cached = cache.get(poolId(ref));
       return cached === undefined ? readFull(ref) : refresh(ref, cached);
+    },
+    /** The pool as this instance last read or wrote it, without a request (it may be stale: core validates by compare-and-swap). */
+    recallPool(ref: PoolRef): StoredPool | undefined {
+      const cached = cache.get(poolId(ref));
+      return cached === undefined ? undefined : { pool: cached.pool, version: cached.version };
     },
     async writePool(ref: PoolRef, pool: Pool, expected: Version | undefined): Promise<Version> {
       const [version] = await transact([{ kind: "pool", ref, pool, expected }], `write ${poolId(ref)}`);
