@@ -1,0 +1,87 @@
+import { parseArgs } from "node:util";
+import { type StoreKind, startCluster } from "./cluster.js";
+import { limited, runCni } from "./cni.js";
+import { processCpu } from "./cpu.js";
+import { startSpawner } from "./spawner.js";
+
+/**
+ * pnpm agent-cost — what the node-local agents spend per call: N nodes (one real agent each), P
+ * pods × K networks, ADD all / DEL all, twice; the agents' CPU (from /proc) per call and the wall
+ * time per phase. No pod objects, no reconciler, no audit: `pnpm sim` is the scenario; this is the
+ * quick way to compare two builds of the agent (build, run, build the other, run, alternate).
+ */
+const { values } = parseArgs({
+  options: {
+    store: { type: "string", default: "kubernetes" },
+    nodes: { type: "string", default: "20" },
+    pods: { type: "string", default: "200" },
+    networks: { type: "string", default: "10" },
+    rounds: { type: "string", default: "2" },
+    "node-block-size": { type: "string", default: "16" },
+  },
+});
+const kind = values.store as StoreKind;
+if (kind !== "etcd" && kind !== "kubernetes") {
+  process.stderr.write(`agent-cost: --store is etcd or kubernetes, not ${values.store}\n`);
+  process.exit(2);
+}
+const count = (name: "nodes" | "pods" | "networks" | "rounds" | "node-block-size"): number => {
+  const n = Number(values[name]);
+  if (Number.isInteger(n) && n > 0) return n;
+  process.stderr.write(`agent-cost: --${name} is a positive integer, not ${values[name]}\n`);
+  process.exit(2);
+};
+const [nodeCount, pods, networks, rounds, blockSize] = [
+  count("nodes"),
+  count("pods"),
+  count("networks"),
+  count("rounds"),
+  count("node-block-size"),
+];
+const spawner = startSpawner("native");
+const cluster = await startCluster(kind, nodeCount, { nodeBlockSize: blockSize, spawner });
+try {
+  await limited(
+    8,
+    cluster.nodes.map((node) => () => cluster.startAgent(node)),
+  );
+  const agentCpu = () => cluster.agentPids().reduce((sum, pid) => sum + (processCpu(pid)?.own ?? 0), 0);
+  const conf = (pod: number, k: number) =>
+    JSON.stringify({
+      cniVersion: "1.1.0",
+      name: `net-${k}`,
+      type: "macvlan",
+      ipam: {
+        type: "ipamkit",
+        range: `10.${100 + k}.0.0/20`,
+        network_name: `net-${k}`,
+        ...cluster.ipam(cluster.nodes[pod % cluster.nodes.length] as (typeof cluster.nodes)[number]),
+      },
+    });
+  console.log(`| store | nodes | pods × networks | phase | s | agents' CPU ms per call |\n|---|---:|---|---|---:|---:|`);
+  for (let round = 0; round < rounds; round++) {
+    for (const command of ["ADD", "DEL"] as const) {
+      const cpu0 = agentCpu();
+      const started = performance.now();
+      await limited(
+        32,
+        Array.from({ length: pods }, (_, pod) => async () => {
+          for (let k = 0; k < networks; k++) {
+            const call = { command, containerId: `sandbox-${round}-${pod}`, ifName: `net${k + 1}` };
+            const owner = { namespace: "sim", name: `sts-${pod}`, uid: `uid-${round}-${pod}` };
+            const outcome = await runCni({ ...call, pod: owner, conf: conf(pod, k) }, spawner);
+            if (outcome.code !== 0) throw new Error(`${command} ${call.containerId}: ${outcome.error}`);
+          }
+        }),
+      );
+      const seconds = (performance.now() - started) / 1000;
+      const perCall = ((agentCpu() - cpu0) * 1000) / (pods * networks);
+      console.log(
+        `| ${kind} | ${nodeCount} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall.toFixed(1)} |`,
+      );
+    }
+  }
+} finally {
+  await cluster.close();
+  await spawner.close();
+}
