@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import type { IpamConfig } from "@ipamkit/cni";
-import { type IpamStore, StoreConflictError, withAffinityCache, withOwnClaimMemory, withPoolRecall } from "@ipamkit/core";
+import { delegatingStore, type IpamStore, StoreConflictError, withAffinityCache, withOwnClaimMemory, withPoolRecall } from "@ipamkit/core";
 
 /** Which client a config needs: calls that need the same one share it. */
 export function storeIdentity(config: IpamConfig): string {
@@ -119,19 +119,13 @@ function lend(store: IpamStore, giveBack: () => Promise<void>, onConflict: () =>
       throw error;
     }
   };
-  const lent: IpamStore = {
-    name: store.name,
-    capabilities: store.capabilities,
-    readPool: (ref) => store.readPool(ref),
-    ...(store.recallPool === undefined ? {} : { recallPool: store.recallPool.bind(store) }),
+  const overrides: Partial<IpamStore> = {
     writePool: (ref, pool, expected) => counted(store.writePool(ref, pool, expected)),
-    listPools: () => store.listPools(),
-    readClaim: (ref) => store.readClaim(ref),
     writeClaim: (ref, claim, expected) => counted(store.writeClaim(ref, claim, expected)),
     deleteClaim: (ref, expected) => counted(store.deleteClaim(ref, expected)),
-    listClaims: (network) => store.listClaims(network),
     close: giveBack,
   };
   const commit = store.commit;
-  return commit === undefined ? lent : { ...lent, commit: (writes) => counted(commit.call(store, writes)) };
+  if (commit !== undefined) overrides.commit = (writes) => counted(commit.call(store, writes));
+  return delegatingStore(store, overrides);
 }

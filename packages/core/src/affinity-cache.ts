@@ -1,3 +1,4 @@
+import { delegatingStore } from "./delegating-store.js";
 import { isAffinityNetwork } from "./node-blocks.js";
 import type { ClaimRef, IpamStore, StoredClaim } from "./store.js";
 
@@ -11,13 +12,7 @@ import type { ClaimRef, IpamStore, StoredClaim } from "./store.js";
 export function withAffinityCache(store: IpamStore): IpamStore {
   const known = new Map<string, StoredClaim>();
   const id = (ref: ClaimRef) => `${ref.network}\u0000${ref.address}`;
-  const cached: IpamStore = {
-    name: store.name,
-    capabilities: store.capabilities,
-    readPool: (ref) => store.readPool(ref),
-    ...(store.recallPool === undefined ? {} : { recallPool: store.recallPool.bind(store) }),
-    writePool: (ref, pool, expected) => store.writePool(ref, pool, expected),
-    listPools: () => store.listPools(),
+  return delegatingStore(store, {
     async readClaim(ref) {
       if (!isAffinityNetwork(ref.network)) return store.readClaim(ref);
       const hit = known.get(id(ref));
@@ -35,9 +30,5 @@ export function withAffinityCache(store: IpamStore): IpamStore {
       known.delete(id(ref));
       await store.deleteClaim(ref, expected);
     },
-    listClaims: (network) => store.listClaims(network),
-    close: () => store.close(),
-  };
-  const commit = store.commit;
-  return commit === undefined ? cached : { ...cached, commit: (writes) => commit.call(store, writes) };
+  });
 }

@@ -12,6 +12,7 @@ export type { BlockPool, NodeBlockIpam, NodeBlockIpamOptions } from "./block-ipa
 export { createNodeBlockIpam } from "./block-ipam.js";
 export type { ClaimOutcome } from "./claims.js";
 export { claimAddress, claimRefFor, dropClaim, planClaim } from "./claims.js";
+export { delegatingStore } from "./delegating-store.js";
 export type { IpamErrorCode, IpamErrorOptions } from "./errors.js";
 export {
   AddressUnavailableError,

@@ -1,3 +1,4 @@
+import { delegatingStore } from "./delegating-store.js";
 import { isAffinityNetwork } from "./node-blocks.js";
 import type { ClaimRef, IpamStore, StoredClaim, StoreWrite, Version } from "./store.js";
 
@@ -32,13 +33,7 @@ export function withOwnClaimMemory(store: IpamStore, options: OwnClaimMemoryOpti
   const claimSteps = (writes: readonly StoreWrite[]) =>
     writes.flatMap((w, i) => (w.kind === "claim" || w.kind === "delete-claim" ? [{ write: w, i }] : []));
 
-  const remembering: IpamStore = {
-    name: store.name,
-    capabilities: store.capabilities,
-    readPool: (ref) => store.readPool(ref),
-    ...(store.recallPool === undefined ? {} : { recallPool: store.recallPool.bind(store) }),
-    writePool: (ref, pool, expected) => store.writePool(ref, pool, expected),
-    listPools: () => store.listPools(),
+  const overrides: Partial<IpamStore> = {
     readClaim: (ref) => Promise.resolve(known.get(id(ref)) ?? store.readClaim(ref)),
     async writeClaim(ref, claim, expected) {
       known.delete(id(ref));
@@ -50,14 +45,10 @@ export function withOwnClaimMemory(store: IpamStore, options: OwnClaimMemoryOpti
       known.delete(id(ref));
       await store.deleteClaim(ref, expected);
     },
-    listClaims: (network) => store.listClaims(network),
-    close: () => store.close(),
   };
   const commit = store.commit;
-  if (commit === undefined) return remembering;
-  return {
-    ...remembering,
-    async commit(writes) {
+  if (commit !== undefined) {
+    overrides.commit = async (writes) => {
       const steps = claimSteps(writes);
       for (const { write } of steps) known.delete(id(write.ref));
       const versions: Version[] = await commit.call(store, writes);
@@ -66,6 +57,7 @@ export function withOwnClaimMemory(store: IpamStore, options: OwnClaimMemoryOpti
         if (write.kind === "claim" && version !== undefined) remember(write.ref, { claim: write.claim, version });
       }
       return versions;
-    },
-  };
+    };
+  }
+  return delegatingStore(store, overrides);
 }

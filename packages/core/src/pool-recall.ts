@@ -1,3 +1,4 @@
+import { delegatingStore } from "./delegating-store.js";
 import type { IpamStore, PoolRef, StoredPool, StoreWrite, Version } from "./store.js";
 
 export interface PoolRecallOptions {
@@ -32,9 +33,7 @@ export function withPoolRecall(store: IpamStore, options: PoolRecallOptions = {}
   const poolSteps = (writes: readonly StoreWrite[]) =>
     writes.flatMap((w, i) => (w.kind === "pool" || w.kind === "reserve" || w.kind === "unreserve" ? [{ write: w, i }] : []));
 
-  const recalling: IpamStore = {
-    name: store.name,
-    capabilities: store.capabilities,
+  const overrides: Partial<IpamStore> = {
     async readPool(ref) {
       const stored = await store.readPool(ref);
       remember(ref, stored);
@@ -47,18 +46,10 @@ export function withPoolRecall(store: IpamStore, options: PoolRecallOptions = {}
       return version;
     },
     recallPool: (ref) => known.get(id(ref)),
-    listPools: () => store.listPools(),
-    readClaim: (ref) => store.readClaim(ref),
-    writeClaim: (ref, claim, expected) => store.writeClaim(ref, claim, expected),
-    deleteClaim: (ref, expected) => store.deleteClaim(ref, expected),
-    listClaims: (network) => store.listClaims(network),
-    close: () => store.close(),
   };
   const commit = store.commit;
-  if (commit === undefined) return recalling;
-  return {
-    ...recalling,
-    async commit(writes) {
+  if (commit !== undefined) {
+    overrides.commit = async (writes) => {
       const steps = poolSteps(writes);
       for (const { write } of steps) known.delete(id(write.ref));
       const versions: Version[] = await commit.call(store, writes);
@@ -67,6 +58,7 @@ export function withPoolRecall(store: IpamStore, options: PoolRecallOptions = {}
         if (write.kind === "pool" && version !== undefined) remember(write.ref, { pool: write.pool, version });
       }
       return versions;
-    },
-  };
+    };
+  }
+  return delegatingStore(store, overrides);
 }

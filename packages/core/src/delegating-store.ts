@@ -1,0 +1,26 @@
+import type { IpamStore } from "./store.js";
+
+/**
+ * A store that passes every call to `store` except those in `overrides`: the one base of the
+ * store wrappers (withAffinityCache, withOwnClaimMemory, withPoolRecall, the agent's lending). The
+ * optional calls (`commit`, `recallPool`) are offered exactly when `store` offers them, unless an
+ * override sets them, so no wrapper hides a capability of the store it wraps.
+ */
+export function delegatingStore(store: IpamStore, overrides: Partial<IpamStore> = {}): IpamStore {
+  const base: IpamStore = {
+    name: store.name,
+    capabilities: store.capabilities,
+    readPool: (ref) => store.readPool(ref),
+    writePool: (ref, pool, expected) => store.writePool(ref, pool, expected),
+    listPools: () => store.listPools(),
+    readClaim: (ref) => store.readClaim(ref),
+    writeClaim: (ref, claim, expected) => store.writeClaim(ref, claim, expected),
+    deleteClaim: (ref, expected) => store.deleteClaim(ref, expected),
+    listClaims: (network) => store.listClaims(network),
+    close: () => store.close(),
+  };
+  const { commit, recallPool } = store;
+  if (commit !== undefined) base.commit = (writes) => commit.call(store, writes);
+  if (recallPool !== undefined) base.recallPool = (ref) => recallPool.call(store, ref);
+  return { ...base, ...overrides };
+}
