@@ -109,7 +109,6 @@ it("recalls the pool with its own entry steps folded in, without a read; a stale
     const recalled = recall(store);
     expect(view(recalled?.pool)).toEqual(view(truth?.pool));
     expect(view(recalled?.pool)).toEqual(["1:c", "2:b"]);
-    expect(recalled?.version).toBe(truth?.version);
     expect(recalled?.pool.lastOffset).toBe(truth?.pool.lastOffset);
     // another instance writes: the recall is stale, and a reserve made from it conflicts
     await commitOn(other, [{ kind: "reserve", ref, reservation: res(3, "o"), lastOffset: 3n }]);
@@ -117,7 +116,19 @@ it("recalls the pool with its own entry steps folded in, without a read; a stale
     await expect(commitOn(store, [{ kind: "reserve", ref, reservation: res(3, "d"), lastOffset: 3n }])).rejects.toMatchObject({
       code: "STORE_CONFLICT",
     });
+    // nor may a whole-pool write at the recalled version drop what the other instance wrote
+    const stale = recall(store);
+    if (stale === undefined) throw new Error("nothing recalled");
+    await expect(store.writePool(ref, stale.pool, stale.version)).rejects.toMatchObject({ code: "STORE_CONFLICT" });
     expect(view((await store.readPool(ref))?.pool)).toEqual(["1:c", "2:b", "3:o"]);
+    // the other writes between this instance's read and its own step: the fold must not pass for current
+    await commitOn(other, [{ kind: "reserve", ref, reservation: res(5, "o2"), lastOffset: 5n }]);
+    await commitOn(store, [{ kind: "reserve", ref, reservation: res(6, "e"), lastOffset: 6n }]);
+    const folded = recall(store);
+    if (folded === undefined) throw new Error("nothing recalled");
+    expect(view(folded.pool)).toEqual(["1:c", "2:b", "3:o", "6:e"]);
+    await expect(store.writePool(ref, folded.pool, folded.version)).rejects.toMatchObject({ code: "STORE_CONFLICT" });
+    expect(view((await fresh())?.pool)).toEqual(["1:c", "2:b", "3:o", "5:o2", "6:e"]);
   } finally {
     await Promise.all([store.close(), other.close()]);
   }

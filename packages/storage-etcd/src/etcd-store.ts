@@ -293,11 +293,12 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
   /**
    * Folds this instance's own committed entry step into its cached pool, so the cache (and so
    * recallPool, and the next reserve's tombstone compare) knows its own writes without reading
-   * them back. The cached revision stays that of the last read: the next refresh still fetches
-   * everything since, this write included, and folds it in again idempotently. Anything the cache
+   * them back. The cached revision and version stay those of the last read: the next refresh still
+   * fetches everything since, this write included, and folds it in again idempotently; a
+   * whole-pool compare at the old version fails until then. Anything the cache
    * cannot fold exactly ("pool" steps, a stale cache) drops the pool for a full read.
    */
-  function foldOwnStep(w: StoreWrite, revision: string): void {
+  function foldOwnStep(w: StoreWrite): void {
     if (w.kind !== "reserve" && w.kind !== "unreserve" && w.kind !== "pool") return;
     const id = poolId(w.ref);
     const cached = cache.get(id);
@@ -317,7 +318,10 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
         pool = cached.pool.without(r.key);
         tombstones.add(r.offset);
       }
-      cache.set(id, { pool, version: revision, revision: cached.revision, tombstones });
+      // The version stays the one last read: the commit rewrote the meta key, so a compare at it
+      // fails until a read. The commit's revision would claim the folded pool is current, but it
+      // lacks whatever others wrote between the last read and this commit.
+      cache.set(id, { pool, version: cached.version, revision: cached.revision, tombstones });
     } catch {
       cache.delete(id);
     }
@@ -340,7 +344,7 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
       throw new StoreConflictError(object, { component: STORE_NAME });
     }
     const revision = result.header.revision;
-    for (const w of steps) foldOwnStep(w, revision);
+    for (const w of steps) foldOwnStep(w);
     return steps.map((w) => (w.kind === "check-pool" ? (w.expected ?? "") : w.kind === "delete-claim" ? "" : revision));
   }
 
