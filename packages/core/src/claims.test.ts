@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { claimAddress } from "./claims.js";
-import { IpamError } from "./errors.js";
+import { IpamError, StoreUnavailableError } from "./errors.js";
 import { formatIp, ipAt, parseCidr } from "./ip.js";
 import { createIpam } from "./ipam.js";
 import { attachmentKey } from "./key.js";
@@ -172,5 +172,40 @@ describe("claimAddress", () => {
     const outcome = await claimAddress(store, ref, { pool: a, key: key("c1") });
     expect(outcome).toMatchObject({ kind: "taken", by: { pool: b } });
     expect(calls).toEqual(["writeClaim", "readClaim"]);
+  });
+});
+
+describe("a pool write whose outcome is unknown", () => {
+  const key = (id: string) => attachmentKey({ containerId: id, ifName: "net1" });
+  const wide = parseRange({ range: "10.0.0.0/28" });
+  const narrow = parseRange({ range: "10.0.0.0/30" });
+
+  it("keeps the claim it created: the write may have landed, and an overlapping pool must not take the address", async () => {
+    for (const outcome of ["landed", "lost"] as const) {
+      const shared = createMemoryStore();
+      let failNext = true;
+      // the pool write times out: it reached the store ("landed") or not ("lost"), the caller cannot tell
+      const flaky: IpamStore = {
+        ...shared,
+        name: shared.name,
+        capabilities: shared.capabilities,
+        async writePool(ref, pool, expected) {
+          if (!failNext) return shared.writePool(ref, pool, expected);
+          failNext = false;
+          if (outcome === "landed") await shared.writePool(ref, pool, expected);
+          throw new StoreUnavailableError("timed out");
+        },
+      };
+      const ipam = createIpam({ store: flaky, retry: { sleep: async () => {} } });
+      await expect(ipam.allocate({ ranges: [wide], key: key("a") })).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(await shared.listClaims("")).toHaveLength(1);
+      // the runtime retries the same ADD: the same address, whichever way the write went
+      const [again] = await ipam.allocate({ ranges: [wide], key: key("a") });
+      // an overlapping pool never gets that address
+      const other = createIpam({ store: shared, retry: { sleep: async () => {} } });
+      const [beside] = await other.allocate({ ranges: [narrow], key: key("b") });
+      expect(again && beside && formatIp(beside.address)).not.toBe(again && formatIp(again.address));
+      expect(await shared.listClaims("")).toHaveLength(2);
+    }
   });
 });

@@ -1,6 +1,6 @@
 import { type AllocationPolicy, allocate, type ConditionalReleaseOutcome, release, releaseIf } from "./allocator.js";
 import { claimAddress, claimRefFor, dropClaim, ownClaimVersion, planClaim } from "./claims.js";
-import { AddressUnavailableError, InvalidRequestError } from "./errors.js";
+import { AddressUnavailableError, InvalidRequestError, StoreConflictError } from "./errors.js";
 import { cidrContains, formatIp, type Ip, ipAt, parseCidr, parseIp } from "./ip.js";
 import type { AttachmentKey } from "./key.js";
 import { Pool } from "./pool.js";
@@ -165,8 +165,10 @@ export function createIpam(options: IpamOptions): Ipam {
     try {
       await store.writePool(ref, pool, expected);
     } catch (error) {
-      // Only a claim we created from nothing is certainly ours alone to undo (DESIGN.md).
-      if (outcome.created) await store.deleteClaim(claimRef, outcome.version).catch(() => undefined);
+      // Only a claim we created from nothing is certainly ours alone to undo (DESIGN.md), and only
+      // when the pool write certainly did not happen (a conflict). After a timeout or a reset the
+      // write may have landed: the claim stays (at worst it dangles, and is taken over later).
+      if (outcome.created && error instanceof StoreConflictError) await store.deleteClaim(claimRef, outcome.version).catch(() => undefined);
       throw error;
     }
     return undefined;

@@ -1,5 +1,6 @@
 import http from "node:http";
 import https from "node:https";
+import { StoreUnavailableError } from "@ipamkit/core";
 import {
   type ConfigurationOptions,
   CustomObjectsApi,
@@ -9,7 +10,7 @@ import {
   type RequestContext,
   type ResponseContext,
 } from "@kubernetes/client-node";
-import { apiFailure, mapKubeError } from "./errors.js";
+import { apiFailure, mapKubeError, STORE_NAME } from "./errors.js";
 import { GROUP, type Kind, type KubeObject, VERSION } from "./objects.js";
 
 /**
@@ -43,16 +44,28 @@ const resolved = <T>(value: T) => new Observable(Promise.resolve(value));
  * Runs a request again once when the kept-alive connection it went out on had just been closed by
  * the server (ECONNRESET on a reused socket: the API server's idle timeout raced our reuse). Safe
  * for every request the store makes: GETs are idempotent, and a write the server did apply fails
- * its resourceVersion precondition the second time (409, which the caller handles as a conflict).
+ * its precondition the second time (409, or 404 for a delete). That refusal cannot tell whether
+ * the first attempt was applied, so for a write (`write`: what it was) it is reported as
+ * StoreUnavailableError — outcome unknown, retryable — never as a conflict, which would tell the
+ * caller that nothing was written (core then undoes a claim it created for that write).
  */
-export async function retryOnReset<T>(request: () => Promise<T>): Promise<T> {
+export async function retryOnReset<T>(request: () => Promise<T>, options: { write?: string } = {}): Promise<T> {
   try {
     return await request();
   } catch (error) {
     const e = error as { code?: unknown; message?: unknown };
     const reset = e?.code === "ECONNRESET" || (typeof e?.message === "string" && e.message.includes("ECONNRESET"));
     if (!reset) throw error;
-    return request();
+  }
+  try {
+    return await request();
+  } catch (error) {
+    const { status } = apiFailure(error);
+    if (options.write === undefined || (status !== 409 && status !== 404)) throw error;
+    throw new StoreUnavailableError(
+      `${options.write}: the connection was reset and the request sent again was refused as stale (HTTP ${status}); whether the first was applied is unknown`,
+      { component: STORE_NAME, cause: error },
+    );
   }
 }
 
@@ -87,7 +100,7 @@ export function createObjectApi(options: ObjectApiOptions): ObjectApi {
   const label = (kind: Kind, name: string | undefined) => `${kind.kind} ${namespace}/${name ?? "?"}`;
   const run = async <T>(operation: string, object: string, request: () => Promise<T>): Promise<T> => {
     try {
-      return await retryOnReset(request);
+      return await retryOnReset(request, operation === "list" ? {} : { write: `${operation} ${object}` });
     } catch (error) {
       throw mapKubeError(error, operation, object);
     }
