@@ -4,8 +4,9 @@ import { createNodeBlockIpam } from "./block-ipam.js";
 import { InvalidRequestError, RangeExhaustedError } from "./errors.js";
 import { cidrContains, formatIp, parseCidr } from "./ip.js";
 import { attachmentKey, formatKey } from "./key.js";
-import { createMemoryStore } from "./memory-store.js";
+import { createMemoryStore, type MemoryStoreOptions } from "./memory-store.js";
 import { affinityClaimRef, blockLayout, blockRange } from "./node-blocks.js";
+import { withOwnClaimMemory } from "./own-claims.js";
 import { withPoolRecall } from "./pool-recall.js";
 import { parseRange, type Range } from "./range.js";
 import type { IpamStore } from "./store.js";
@@ -225,70 +226,76 @@ describe("per-node blocks", () => {
     expect(cidrContains(range.cidr, { family: 4, value: parseCidr(pools[0]?.ref.cidr ?? "").network })).toBe(true);
   });
 
-  it.each([
-    ["", false],
-    [", each node recalling its pools", true],
-  ])("never holds an address twice nor loses a reservation under concurrent nodes (random interleavings)%s", async (_name, recall) => {
-    const small = parseRange({ range: "10.0.0.0/28", exclude: ["10.0.0.4/31"] }); // 4 blocks, 11 addresses: fills, borrows
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(fc.record({ node: fc.integer({ min: 0, max: 3 }), k: fc.nat(6), del: fc.boolean() }), { minLength: 20, maxLength: 80 }),
-        fc.scheduler(),
-        async (ops, s) => {
-          const store = createMemoryStore();
-          const wrap = <T>(label: string, p: Promise<T>) => s.schedule(p, label);
-          const scheduled: IpamStore = {
-            ...store,
-            name: store.name,
-            capabilities: store.capabilities,
-            readPool: (r) => wrap("readPool", store.readPool(r)),
-            writePool: (r, p, v) => wrap("writePool", store.writePool(r, p, v)),
-            readClaim: (r) => wrap("readClaim", store.readClaim(r)),
-            writeClaim: (r, c, v) => wrap("writeClaim", store.writeClaim(r, c, v)),
-            listPools: () => store.listPools(),
-            deleteClaim: (r, v) => store.deleteClaim(r, v),
-            listClaims: (n) => store.listClaims(n),
-            close: () => store.close(),
-          };
-          const nodes = [0, 1, 2, 3].map((n) =>
-            createNodeBlockIpam({
-              store: recall ? withPoolRecall(scheduled) : scheduled,
-              node: `n${n}`,
-              blockSize: 4,
-              retry: { baseDelayMs: 0 },
-            }),
-          );
-          // Keys are per node (an attachment lives on one node); a key's ops run in order.
-          const model = new Map<string, string>();
-          const byKey = new Map<string, typeof ops>();
-          for (const op of ops) byKey.set(`${op.node}-${op.k}`, [...(byKey.get(`${op.node}-${op.k}`) ?? []), op]);
-          const runs = [...byKey.entries()].map(async ([id, list]) => {
-            for (const op of list) {
-              const ipam = nodes[op.node] ?? nodes[0];
-              if (ipam === undefined) return;
-              if (op.del) {
-                await ipam.release({ ranges: [small], key: key(id) });
-                model.delete(id);
-              } else {
-                const [got] = await ipam.allocate({ ranges: [small], key: key(id) }).catch((error: unknown) => {
-                  if (error instanceof RangeExhaustedError) return [undefined];
-                  throw error;
-                });
-                if (got !== undefined) {
-                  const text = formatIp(got.address);
-                  if (model.has(id)) expect(text).toBe(model.get(id));
-                  model.set(id, text);
+  it.each<[string, boolean, MemoryStoreOptions]>([
+    ["", false, {}],
+    [", each node recalling its pools and remembering its claims (as the agent)", true, {}],
+    [", entry-level commits (like etcd), each node as the agent", true, { atomicCommit: true, entryWrites: true }],
+  ])(
+    "never holds an address twice nor loses a reservation under concurrent nodes (random interleavings)%s",
+    async (_name, recall, storeOptions) => {
+      const small = parseRange({ range: "10.0.0.0/28", exclude: ["10.0.0.4/31"] }); // 4 blocks, 11 addresses: fills, borrows
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.record({ node: fc.integer({ min: 0, max: 3 }), k: fc.nat(6), del: fc.boolean() }), { minLength: 20, maxLength: 80 }),
+          fc.scheduler(),
+          async (ops, s) => {
+            const store = createMemoryStore(storeOptions);
+            const wrap = <T>(label: string, p: Promise<T>) => s.schedule(p, label);
+            const scheduled: IpamStore = {
+              ...store,
+              name: store.name,
+              capabilities: store.capabilities,
+              readPool: (r) => wrap("readPool", store.readPool(r)),
+              writePool: (r, p, v) => wrap("writePool", store.writePool(r, p, v)),
+              readClaim: (r) => wrap("readClaim", store.readClaim(r)),
+              writeClaim: (r, c, v) => wrap("writeClaim", store.writeClaim(r, c, v)),
+              listPools: () => store.listPools(),
+              deleteClaim: (r, v) => store.deleteClaim(r, v),
+              listClaims: (n) => store.listClaims(n),
+              close: () => store.close(),
+            };
+            const commit = store.commit;
+            if (commit !== undefined) scheduled.commit = (writes) => wrap("commit", commit.call(store, writes));
+            const nodes = [0, 1, 2, 3].map((n) =>
+              createNodeBlockIpam({
+                store: recall ? withPoolRecall(withOwnClaimMemory(scheduled)) : scheduled,
+                node: `n${n}`,
+                blockSize: 4,
+                retry: { baseDelayMs: 0 },
+              }),
+            );
+            // Keys are per node (an attachment lives on one node); a key's ops run in order.
+            const model = new Map<string, string>();
+            const byKey = new Map<string, typeof ops>();
+            for (const op of ops) byKey.set(`${op.node}-${op.k}`, [...(byKey.get(`${op.node}-${op.k}`) ?? []), op]);
+            const runs = [...byKey.entries()].map(async ([id, list]) => {
+              for (const op of list) {
+                const ipam = nodes[op.node] ?? nodes[0];
+                if (ipam === undefined) return;
+                if (op.del) {
+                  await ipam.release({ ranges: [small], key: key(id) });
+                  model.delete(id);
+                } else {
+                  const [got] = await ipam.allocate({ ranges: [small], key: key(id) }).catch((error: unknown) => {
+                    if (error instanceof RangeExhaustedError) return [undefined];
+                    throw error;
+                  });
+                  if (got !== undefined) {
+                    const text = formatIp(got.address);
+                    if (model.has(id)) expect(text).toBe(model.get(id));
+                    model.set(id, text);
+                  }
                 }
               }
-            }
-          });
-          await s.waitFor(Promise.all(runs));
-          const held = await holdings(store);
-          expect(new Set(held.map((h) => h.address)).size).toBe(held.length);
-          expect(new Map(held.map((h) => [h.key.slice(0, h.key.indexOf("/")), h.address]))).toEqual(model);
-        },
-      ),
-      { numRuns: 60 },
-    );
-  });
+            });
+            await s.waitFor(Promise.all(runs));
+            const held = await holdings(store);
+            expect(new Set(held.map((h) => h.address)).size).toBe(held.length);
+            expect(new Map(held.map((h) => [h.key.slice(0, h.key.indexOf("/")), h.address]))).toEqual(model);
+          },
+        ),
+        { numRuns: 60 },
+      );
+    },
+  );
 });

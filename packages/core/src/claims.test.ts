@@ -64,6 +64,7 @@ describe.each([
   ["entry-level commits (reserve/unreserve, like etcd)", { atomicCommit: true, entryWrites: true }, false],
   // each client a process that remembers the claims it wrote (withOwnClaimMemory, as the agent does)
   ["separate writes, clients remembering their own claims", { atomicCommit: false }, true],
+  ["atomic commits, clients remembering their own claims", { atomicCommit: true }, true],
   ["entry-level commits, clients remembering their own claims", { atomicCommit: true, entryWrites: true }, true],
 ])("overlapping-range claims under random interleavings, crashes and same-key ADD/DEL races: %s", (_name, storeOptions, remember) => {
   it("never lets two pools hold one IP, and never blocks an IP for good", async () => {

@@ -8,7 +8,11 @@ import type { Reservation } from "./reservation.js";
  * opaque version, and a stale write changes nothing and throws StoreConflictError.
  */
 
-/** An opaque version. It changes on every successful write, even one that stores identical content. */
+/**
+ * An opaque version. It changes on every successful write, even one that stores identical content,
+ * and is never given again to the same record, even after it is deleted and created anew (a
+ * compare at a version remembered from a deleted record must fail).
+ */
 export type Version = string;
 
 /** Identifies a pool: one CIDR within one network (`network_name`; "" is the unnamed network). */
