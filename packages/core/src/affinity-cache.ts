@@ -1,6 +1,6 @@
 import { delegatingStore } from "./delegating-store.js";
 import { isAffinityNetwork } from "./node-blocks.js";
-import type { ClaimRef, IpamStore, StoredClaim } from "./store.js";
+import { claimId, type IpamStore, type StoredClaim } from "./store.js";
 
 /**
  * A store whose block-affinity claims, once seen, are remembered (for a long-lived process such as
@@ -11,23 +11,22 @@ import type { ClaimRef, IpamStore, StoredClaim } from "./store.js";
  */
 export function withAffinityCache(store: IpamStore): IpamStore {
   const known = new Map<string, StoredClaim>();
-  const id = (ref: ClaimRef) => `${ref.network}\u0000${ref.address}`;
   return delegatingStore(store, {
     async readClaim(ref) {
       if (!isAffinityNetwork(ref.network)) return store.readClaim(ref);
-      const hit = known.get(id(ref));
+      const hit = known.get(claimId(ref));
       if (hit !== undefined) return hit;
       const read = await store.readClaim(ref);
-      if (read !== undefined) known.set(id(ref), read);
+      if (read !== undefined) known.set(claimId(ref), read);
       return read;
     },
     async writeClaim(ref, claim, expected) {
       const version = await store.writeClaim(ref, claim, expected);
-      if (isAffinityNetwork(ref.network)) known.set(id(ref), { claim, version });
+      if (isAffinityNetwork(ref.network)) known.set(claimId(ref), { claim, version });
       return version;
     },
     async deleteClaim(ref, expected) {
-      known.delete(id(ref));
+      known.delete(claimId(ref));
       await store.deleteClaim(ref, expected);
     },
   });

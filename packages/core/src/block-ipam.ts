@@ -156,17 +156,18 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   async function chooseBlock(network: string, range: Range, key: AttachmentKey): Promise<Range> {
     for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
       const seen = await view(network, range);
+      const blocks = searched(seen);
       // Not held and room, as last seen: the allocation's write at that version checks both. (Held:
       // an ADD that finds its key writes nothing, so that is never taken from a recalled pool.)
       const quick = recalled(
         network,
-        searched(seen),
+        blocks,
         (stored, block) => stored.pool.forKey(key) === undefined && findFree(stored.pool, block, block.first, block.last) !== undefined,
       );
       if (quick !== undefined) return quick;
       let roomy: Range | undefined;
       let roomyRead: StoredPool | undefined;
-      for (const block of searched(seen)) {
+      for (const block of blocks) {
         const ref = blockPoolRef(network, block);
         const stored = await store.readPool(ref);
         if (stored?.pool.forKey(key) !== undefined) {

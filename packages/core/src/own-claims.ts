@@ -1,6 +1,7 @@
 import { delegatingStore } from "./delegating-store.js";
 import { isAffinityNetwork } from "./node-blocks.js";
-import type { ClaimRef, IpamStore, StoredClaim, StoreWrite, Version } from "./store.js";
+import { RecentMap } from "./recent-map.js";
+import { type ClaimRef, claimId, type IpamStore, type StoredClaim } from "./store.js";
 
 export interface OwnClaimMemoryOptions {
   /** Claims remembered at most; the oldest are forgotten first (default 100,000). */
@@ -21,41 +22,32 @@ export interface OwnClaimMemoryOptions {
  * {@link withAffinityCache}; reads are never remembered.
  */
 export function withOwnClaimMemory(store: IpamStore, options: OwnClaimMemoryOptions = {}): IpamStore {
-  const limit = options.limit ?? 100_000;
-  const known = new Map<string, StoredClaim>();
-  const id = (ref: ClaimRef) => `${ref.network}\u0000${ref.address}`;
+  const known = new RecentMap<StoredClaim>(options.limit ?? 100_000);
   const remember = (ref: ClaimRef, claim: StoredClaim): void => {
-    if (isAffinityNetwork(ref.network)) return;
-    known.delete(id(ref));
-    known.set(id(ref), claim);
-    if (known.size > limit) known.delete(known.keys().next().value as string);
+    if (!isAffinityNetwork(ref.network)) known.set(claimId(ref), claim);
   };
-  const claimSteps = (writes: readonly StoreWrite[]) =>
-    writes.flatMap((w, i) => (w.kind === "claim" || w.kind === "delete-claim" ? [{ write: w, i }] : []));
-
   const overrides: Partial<IpamStore> = {
-    readClaim: (ref) => Promise.resolve(known.get(id(ref)) ?? store.readClaim(ref)),
+    readClaim: (ref) => Promise.resolve(known.get(claimId(ref)) ?? store.readClaim(ref)),
     async writeClaim(ref, claim, expected) {
-      known.delete(id(ref));
+      known.delete(claimId(ref));
       const version = await store.writeClaim(ref, claim, expected);
       remember(ref, { claim, version });
       return version;
     },
     async deleteClaim(ref, expected) {
-      known.delete(id(ref));
+      known.delete(claimId(ref));
       await store.deleteClaim(ref, expected);
     },
   };
   const commit = store.commit;
   if (commit !== undefined) {
     overrides.commit = async (writes) => {
-      const steps = claimSteps(writes);
-      for (const { write } of steps) known.delete(id(write.ref));
-      const versions: Version[] = await commit.call(store, writes);
-      for (const { write, i } of steps) {
+      for (const w of writes) if (w.kind === "claim" || w.kind === "delete-claim") known.delete(claimId(w.ref));
+      const versions = await commit.call(store, writes);
+      writes.forEach((w, i) => {
         const version = versions[i];
-        if (write.kind === "claim" && version !== undefined) remember(write.ref, { claim: write.claim, version });
-      }
+        if (w.kind === "claim" && version !== undefined) remember(w.ref, { claim: w.claim, version });
+      });
       return versions;
     };
   }

@@ -1,5 +1,6 @@
 import { delegatingStore } from "./delegating-store.js";
-import type { IpamStore, PoolRef, StoredPool, StoreWrite, Version } from "./store.js";
+import { RecentMap } from "./recent-map.js";
+import { type IpamStore, poolId, type StoredPool } from "./store.js";
 
 export interface PoolRecallOptions {
   /** Pools remembered at most; the oldest are forgotten first (default 10,000). */
@@ -21,42 +22,31 @@ export function withPoolRecall(store: IpamStore, options: PoolRecallOptions = {}
   // a store that recalls its own pools (etcd: its refreshed cache, which also folds in its own
   // entry-level steps) knows better than this wrapper, which must forget pools on those steps
   if (store.recallPool !== undefined) return store;
-  const limit = options.limit ?? 10_000;
-  const known = new Map<string, StoredPool>();
-  const id = (ref: PoolRef) => `${ref.network}\u0000${ref.cidr}`;
-  const remember = (ref: PoolRef, stored: StoredPool | undefined): void => {
-    known.delete(id(ref));
-    if (stored === undefined) return;
-    known.set(id(ref), stored);
-    if (known.size > limit) known.delete(known.keys().next().value as string);
-  };
-  const poolSteps = (writes: readonly StoreWrite[]) =>
-    writes.flatMap((w, i) => (w.kind === "pool" || w.kind === "reserve" || w.kind === "unreserve" ? [{ write: w, i }] : []));
-
+  const known = new RecentMap<StoredPool>(options.limit ?? 10_000);
   const overrides: Partial<IpamStore> = {
     async readPool(ref) {
       const stored = await store.readPool(ref);
-      remember(ref, stored);
+      if (stored === undefined) known.delete(poolId(ref));
+      else known.set(poolId(ref), stored);
       return stored;
     },
     async writePool(ref, pool, expected) {
-      known.delete(id(ref));
+      known.delete(poolId(ref));
       const version = await store.writePool(ref, pool, expected);
-      remember(ref, { pool, version });
+      known.set(poolId(ref), { pool, version });
       return version;
     },
-    recallPool: (ref) => known.get(id(ref)),
+    recallPool: (ref) => known.get(poolId(ref)),
   };
   const commit = store.commit;
   if (commit !== undefined) {
     overrides.commit = async (writes) => {
-      const steps = poolSteps(writes);
-      for (const { write } of steps) known.delete(id(write.ref));
-      const versions: Version[] = await commit.call(store, writes);
-      for (const { write, i } of steps) {
+      for (const w of writes) if (w.kind === "pool" || w.kind === "reserve" || w.kind === "unreserve") known.delete(poolId(w.ref));
+      const versions = await commit.call(store, writes);
+      writes.forEach((w, i) => {
         const version = versions[i];
-        if (write.kind === "pool" && version !== undefined) remember(write.ref, { pool: write.pool, version });
-      }
+        if (w.kind === "pool" && version !== undefined) known.set(poolId(w.ref), { pool: w.pool, version });
+      });
       return versions;
     };
   }
