@@ -295,36 +295,37 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
    * recallPool, and the next reserve's tombstone compare) knows its own writes without reading
    * them back. The cached revision and version stay those of the last read: the next refresh still
    * fetches everything since, this write included, and folds it in again idempotently; a
-   * whole-pool compare at the old version fails until then. Anything the cache
-   * cannot fold exactly ("pool" steps, a stale cache) drops the pool for a full read.
+   * whole-pool compare at the old version fails until then. What the cache cannot fold exactly
+   * (a "pool" step; a cache that already holds the reserved offset or key, or lacks the released
+   * reservation: it is stale) drops the pool for a full read.
    */
   function foldOwnStep(w: StoreWrite): void {
-    if (w.kind !== "reserve" && w.kind !== "unreserve" && w.kind !== "pool") return;
+    if (w.kind === "pool") cache.delete(poolId(w.ref));
+    if (w.kind !== "reserve" && w.kind !== "unreserve") return;
     const id = poolId(w.ref);
     const cached = cache.get(id);
-    if (cached === undefined) return;
-    try {
-      if (w.kind === "pool") throw new Error("whole-pool writes are read back");
-      const r = w.reservation;
-      const tombstones = new Set(cached.tombstones);
-      let pool: Pool;
-      if (w.kind === "reserve") {
-        pool = cached.pool.with(r, { moveCursor: false });
-        if (w.lastOffset !== undefined) pool = pool.withCursor(w.lastOffset);
-        tombstones.delete(r.offset);
-      } else {
-        const held = cached.pool.atOffset(r.offset);
-        if (held === undefined || !sameKey(held.key, r.key)) throw new Error("not cached as held");
-        pool = cached.pool.without(r.key);
-        tombstones.add(r.offset);
-      }
-      // The version stays the one last read: the commit rewrote the meta key, so a compare at it
-      // fails until a read. The commit's revision would claim the folded pool is current, but it
-      // lacks whatever others wrote between the last read and this commit.
-      cache.set(id, { pool, version: cached.version, revision: cached.revision, tombstones });
-    } catch {
+    const pool = cached === undefined ? undefined : foldEntry(cached.pool, w);
+    if (cached === undefined || pool === undefined) {
       cache.delete(id);
+      return;
     }
+    const tombstones = new Set(cached.tombstones);
+    if (w.kind === "reserve") tombstones.delete(w.reservation.offset);
+    else tombstones.add(w.reservation.offset);
+    // The version stays the one last read: the commit rewrote the meta key, so a compare at it
+    // fails until a read. The commit's revision would claim the folded pool is current, but it
+    // lacks whatever others wrote between the last read and this commit.
+    cache.set(id, { pool, version: cached.version, revision: cached.revision, tombstones });
+  }
+
+  /** The cached pool after a committed reserve or unreserve, or undefined when the cache is stale for it. */
+  function foldEntry(pool: Pool, w: Extract<StoreWrite, { kind: "reserve" | "unreserve" }>): Pool | undefined {
+    const r = w.reservation;
+    const held = pool.atOffset(r.offset);
+    if (w.kind === "unreserve") return held !== undefined && sameKey(held.key, r.key) ? pool.without(r.key) : undefined;
+    if (held !== undefined || pool.forKey(r.key) !== undefined) return undefined;
+    const added = pool.with(r, { moveCursor: false });
+    return w.lastOffset === undefined ? added : added.withCursor(w.lastOffset);
   }
 
   /** One transaction for all steps; every compare must hold. Returns each step's new version. */

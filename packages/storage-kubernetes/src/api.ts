@@ -98,9 +98,10 @@ export function createObjectApi(options: ObjectApiOptions): ObjectApi {
   const { namespace } = options;
   const base = (kind: Kind) => ({ group: kind.group ?? GROUP, version: kind.version ?? VERSION, namespace, plural: kind.plural });
   const label = (kind: Kind, name: string | undefined) => `${kind.kind} ${namespace}/${name ?? "?"}`;
-  const run = async <T>(operation: string, object: string, request: () => Promise<T>): Promise<T> => {
+  /** One request, errors mapped; a write's unknown outcome after a reset is reported as such (retryOnReset). */
+  const run = async <T>(operation: string, object: string, request: () => Promise<T>, kind: "read" | "write"): Promise<T> => {
     try {
-      return await retryOnReset(request, operation === "list" ? {} : { write: `${operation} ${object}` });
+      return await retryOnReset(request, kind === "write" ? { write: `${operation} ${object}` } : {});
     } catch (error) {
       throw mapKubeError(error, operation, object);
     }
@@ -120,8 +121,11 @@ export function createObjectApi(options: ObjectApiOptions): ObjectApi {
       const items: KubeObject[] = [];
       let token: string | undefined;
       do {
-        const page = (await run("list", `${kind.plural} in ${namespace}`, () =>
-          client.listNamespacedCustomObject({ ...base(kind), limit: options.pageSize, ...(token ? { _continue: token } : {}) }, call),
+        const page = (await run(
+          "list",
+          `${kind.plural} in ${namespace}`,
+          () => client.listNamespacedCustomObject({ ...base(kind), limit: options.pageSize, ...(token ? { _continue: token } : {}) }, call),
+          "read",
         )) as { items?: KubeObject[]; metadata?: { continue?: string } };
         items.push(...(page.items ?? []));
         token = page.metadata?.continue || undefined;
@@ -129,14 +133,27 @@ export function createObjectApi(options: ObjectApiOptions): ObjectApi {
       return items;
     },
     create: (kind, object) =>
-      run("create", label(kind, object.metadata?.name), () => client.createNamespacedCustomObject({ ...base(kind), body: object }, call)),
+      run(
+        "create",
+        label(kind, object.metadata?.name),
+        () => client.createNamespacedCustomObject({ ...base(kind), body: object }, call),
+        "write",
+      ),
     replace: (kind, object) => {
       const name = object.metadata?.name ?? "";
-      return run("replace", label(kind, name), () => client.replaceNamespacedCustomObject({ ...base(kind), name, body: object }, call));
+      return run(
+        "replace",
+        label(kind, name),
+        () => client.replaceNamespacedCustomObject({ ...base(kind), name, body: object }, call),
+        "write",
+      );
     },
     async remove(kind, name, resourceVersion) {
-      await run("delete", label(kind, name), () =>
-        client.deleteNamespacedCustomObject({ ...base(kind), name, body: { preconditions: { resourceVersion } } }, call),
+      await run(
+        "delete",
+        label(kind, name),
+        () => client.deleteNamespacedCustomObject({ ...base(kind), name, body: { preconditions: { resourceVersion } } }, call),
+        "write",
       );
     },
   };
