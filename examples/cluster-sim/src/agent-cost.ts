@@ -1,7 +1,8 @@
 import { parseArgs } from "node:util";
-import { type StoreKind, startCluster } from "./cluster.js";
+import { type SimNode, type StoreKind, startCluster } from "./cluster.js";
 import { limited, runCni } from "./cni.js";
 import { processCpu } from "./cpu.js";
+import { networkConf } from "./scenario.js";
 import { startSpawner } from "./spawner.js";
 
 /**
@@ -46,18 +47,7 @@ try {
     cluster.nodes.map((node) => () => cluster.startAgent(node)),
   );
   const agentCpu = () => cluster.agentPids().reduce((sum, pid) => sum + (processCpu(pid)?.own ?? 0), 0);
-  const conf = (pod: number, k: number) =>
-    JSON.stringify({
-      cniVersion: "1.1.0",
-      name: `net-${k}`,
-      type: "macvlan",
-      ipam: {
-        type: "ipamkit",
-        range: `10.${100 + k}.0.0/20`,
-        network_name: `net-${k}`,
-        ...cluster.ipam(cluster.nodes[pod % cluster.nodes.length] as (typeof cluster.nodes)[number]),
-      },
-    });
+  const conf = (pod: number, k: number) => networkConf(cluster, cluster.nodes[pod % cluster.nodes.length] as SimNode, k);
   console.log(`| store | nodes | pods × networks | phase | s | agents' CPU ms per call |\n|---|---:|---|---|---:|---:|`);
   for (let round = 0; round < rounds; round++) {
     for (const command of ["ADD", "DEL"] as const) {

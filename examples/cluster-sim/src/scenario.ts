@@ -52,6 +52,16 @@ function timer(): () => number {
 const networkName = (k: number) => `net-${k}`;
 const rangeOf = (k: number) => `10.${100 + k}.0.0/20`;
 
+/** The network configuration a node's runtime passes for network k (net-k, its own /20). */
+export function networkConf(cluster: Cluster, node: SimNode, k: number): string {
+  return JSON.stringify({
+    cniVersion: "1.1.0",
+    name: networkName(k),
+    type: "macvlan",
+    ipam: { type: "ipamkit", range: rangeOf(k), network_name: networkName(k), ...cluster.ipam(node) },
+  });
+}
+
 export async function runScenario(cluster: Cluster, options: ScenarioOptions): Promise<PhaseResult[]> {
   const { networks } = options;
   let generation = 0;
@@ -62,13 +72,7 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
     sandbox: "",
     ips: [],
   }));
-  const conf = (node: SimNode, k: number) =>
-    JSON.stringify({
-      cniVersion: "1.1.0",
-      name: networkName(k),
-      type: "macvlan",
-      ipam: { type: "ipamkit", range: rangeOf(k), network_name: networkName(k), ...cluster.ipam(node) },
-    });
+  const conf = (node: SimNode, k: number) => networkConf(cluster, node, k);
 
   /** What the simulation knows to be attached now. */
   const live = (): Held[] =>
