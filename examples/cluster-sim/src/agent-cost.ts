@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { type SimNode, type StoreKind, startCluster } from "./cluster.js";
 import { limited, runCni } from "./cni.js";
-import { processCpu } from "./cpu.js";
+import { cpuSince } from "./cpu.js";
 import { networkConf } from "./scenario.js";
 import { startSpawner } from "./spawner.js";
 
@@ -46,12 +46,11 @@ try {
     8,
     cluster.nodes.map((node) => () => cluster.startAgent(node)),
   );
-  const agentCpu = () => cluster.agentPids().reduce((sum, pid) => sum + (processCpu(pid)?.own ?? 0), 0);
   const conf = (pod: number, k: number) => networkConf(cluster, cluster.nodes[pod % cluster.nodes.length] as SimNode, k);
   console.log(`| store | nodes | pods × networks | phase | s | agents' CPU ms per call |\n|---|---:|---|---|---:|---:|`);
   for (let round = 0; round < rounds; round++) {
     for (const command of ["ADD", "DEL"] as const) {
-      const cpu0 = agentCpu();
+      const cpu = cpuSince(cluster);
       const started = performance.now();
       await limited(
         32,
@@ -65,7 +64,7 @@ try {
         }),
       );
       const seconds = (performance.now() - started) / 1000;
-      const perCall = ((agentCpu() - cpu0) * 1000) / (pods * networks);
+      const perCall = (cpu().agents * 1000) / (pods * networks);
       console.log(
         `| ${kind} | ${nodeCount} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall.toFixed(1)} |`,
       );
