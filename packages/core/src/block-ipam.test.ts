@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { withAffinityCache } from "./affinity-cache.js";
 import { createNodeBlockIpam } from "./block-ipam.js";
 import { InvalidRequestError, RangeExhaustedError } from "./errors.js";
 import { cidrContains, formatIp, parseCidr } from "./ip.js";
@@ -226,13 +227,23 @@ describe("per-node blocks", () => {
     expect(cidrContains(range.cidr, { family: 4, value: parseCidr(pools[0]?.ref.cidr ?? "").network })).toBe(true);
   });
 
-  it.each<[string, boolean, MemoryStoreOptions]>([
-    ["", false, {}],
-    [", each node recalling its pools and remembering its claims (as the agent)", true, {}],
-    [", entry-level commits (like etcd), each node as the agent", true, { atomicCommit: true, entryWrites: true }],
+  /** How a node's process wraps the store: not at all, as the agent, as the agent that is its node's only writer. */
+  type NodeProcess = "plain" | "agent" | "sole agent";
+  const asProcess = (kind: NodeProcess, store: IpamStore): IpamStore => {
+    if (kind === "plain") return store;
+    const remembering = kind === "sole agent" ? withAffinityCache(store, { soleWriter: () => true }) : store;
+    return withPoolRecall(withOwnClaimMemory(remembering));
+  };
+
+  it.each<[string, NodeProcess, MemoryStoreOptions]>([
+    ["", "plain", {}],
+    [", each node recalling its pools and remembering its claims (as the agent)", "agent", {}],
+    [", entry-level commits (like etcd), each node as the agent", "agent", { atomicCommit: true, entryWrites: true }],
+    [", each node as the agent that is its node's only writer (unclaimed blocks remembered too)", "sole agent", {}],
+    [", entry-level commits, each node as the only writer's agent", "sole agent", { atomicCommit: true, entryWrites: true }],
   ])(
     "never holds an address twice nor loses a reservation under concurrent nodes (random interleavings)%s",
-    async (_name, recall, storeOptions) => {
+    async (_name, kind, storeOptions) => {
       const small = parseRange({ range: "10.0.0.0/28", exclude: ["10.0.0.4/31"] }); // 4 blocks, 11 addresses: fills, borrows
       await fc.assert(
         fc.asyncProperty(
@@ -258,7 +269,7 @@ describe("per-node blocks", () => {
             if (commit !== undefined) scheduled.commit = (writes) => wrap("commit", commit.call(store, writes));
             const nodes = [0, 1, 2, 3].map((n) =>
               createNodeBlockIpam({
-                store: recall ? withPoolRecall(withOwnClaimMemory(scheduled)) : scheduled,
+                store: asProcess(kind, scheduled),
                 node: `n${n}`,
                 blockSize: 4,
                 retry: { baseDelayMs: 0 },
@@ -291,6 +302,8 @@ describe("per-node blocks", () => {
             await s.waitFor(Promise.all(runs));
             const held = await holdings(store);
             expect(new Set(held.map((h) => h.address)).size).toBe(held.length);
+            // one reservation per key the model holds: none twice (an ADD that missed its own key)
+            expect(held).toHaveLength(model.size);
             expect(new Map(held.map((h) => [h.key.slice(0, h.key.indexOf("/")), h.address]))).toEqual(model);
           },
         ),

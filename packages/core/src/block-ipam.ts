@@ -57,8 +57,9 @@ interface NodeView {
 const MAX_REPLANS = 16;
 
 /**
- * The block pools a call has just read, handed to the inner IPAM's next read of the same pool:
- * choosing a block and then writing it (or finding a key and releasing it) cost one read, not two.
+ * The block pools a call has just read, handed to the inner IPAM's next read of the same pool in
+ * the same call: choosing a block and then writing it (or finding a key and releasing it) cost one
+ * read, not two.
  * A read handed on stale costs only a compare-and-swap conflict and a fresh read: the write is
  * still conditional on the version read, so safety never rests on the hand-off.
  */
@@ -92,8 +93,17 @@ function readHandoff(store: IpamStore) {
 export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpam {
   const { store, node } = options;
   const affinityKey: AttachmentKey = attachmentKey({ containerId: node, ifName: AFFINITY_IF_NAME });
-  const handoff = readHandoff(store);
-  const ipam = createIpam({ ...options, store: handoff.store });
+  const counter: ConflictCounter = options.retry?.counter ?? { conflicts: 0 };
+  /**
+   * One call's hand-off and the inner IPAM that reads through it. Per call, never shared: a read
+   * handed to a concurrent call of the same block could be older than that call's own, and a
+   * release finding no key in it would write nothing that could fail — a DEL missed.
+   */
+  const callScope = () => {
+    const handoff = readHandoff(store);
+    return { handoff, ipam: createIpam({ ...options, retry: { ...options.retry, counter }, store: handoff.store }) };
+  };
+  type Handoff = ReturnType<typeof readHandoff>;
   const layouts = new Map<Range, BlockLayout>();
   const layoutOf = (range: Range): BlockLayout => {
     const known = layouts.get(range);
@@ -119,11 +129,11 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   const searched = (seen: NodeView): Range[] => (seen.unclaimed === undefined ? [...seen.own, ...seen.others] : seen.own);
 
   /** The blocks holding `key`, their reads handed on (callers drop them when done). */
-  async function holding(network: string, range: Range, key: AttachmentKey, recall = false): Promise<Range[]> {
+  async function holding(network: string, range: Range, key: AttachmentKey, handoff: Handoff, recall = false): Promise<Range[]> {
     const blocks = searched(await view(network, range));
     // Held, as last seen: the release's write at that version checks it. (Not held: a release that
     // finds nothing writes nothing, so that is always read afresh.)
-    const quick = recall ? recalled(network, blocks, (stored) => stored.pool.forKey(key) !== undefined) : undefined;
+    const quick = recall ? recalled(network, blocks, handoff, (stored) => stored.pool.forKey(key) !== undefined) : undefined;
     if (quick !== undefined) return [quick];
     const found: Range[] = [];
     for (const block of blocks) {
@@ -142,7 +152,12 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
    * that pool at the recalled version, which validates the choice: with one searched block, "the
    * key is not held" and "the key is held here" are facts about that one pool.
    */
-  function recalled(network: string, blocks: Range[], usable: (stored: StoredPool, block: Range) => boolean): Range | undefined {
+  function recalled(
+    network: string,
+    blocks: Range[],
+    handoff: Handoff,
+    usable: (stored: StoredPool, block: Range) => boolean,
+  ): Range | undefined {
     const [block, ...more] = blocks;
     if (block === undefined || more.length > 0 || store.recallPool === undefined) return undefined;
     const ref = blockPoolRef(network, block);
@@ -153,7 +168,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   }
 
   /** The block to allocate `key` in: where it already is, else a block with room, else a newly claimed one. */
-  async function chooseBlock(network: string, range: Range, key: AttachmentKey): Promise<Range> {
+  async function chooseBlock(network: string, range: Range, key: AttachmentKey, handoff: Handoff): Promise<Range> {
     for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
       const seen = await view(network, range);
       const blocks = searched(seen);
@@ -162,6 +177,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const quick = recalled(
         network,
         blocks,
+        handoff,
         (stored, block) => stored.pool.forKey(key) === undefined && findFree(stored.pool, block, block.first, block.last) !== undefined,
       );
       if (quick !== undefined) return quick;
@@ -190,14 +206,14 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
         return seen.unclaimed;
       } catch (error) {
         if (!(error instanceof StoreConflictError)) throw error;
-        ipam.conflicts.conflicts += 1; // another node claimed it first: look again
+        counter.conflicts += 1; // another node claimed it first: look again
       }
     }
     throw new StoreConflictError(`node blocks of ${range.cidr.text}`);
   }
 
   return {
-    conflicts: ipam.conflicts,
+    conflicts: counter,
     async allocate(input) {
       if ((input.addresses ?? []).length > 0) {
         throw new InvalidRequestError("requested addresses are not supported with per-node blocks (node_block_size)");
@@ -206,8 +222,9 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const network = input.network ?? "";
       for (let attempt = 1; ; attempt++) {
         const blocks: Range[] = [];
+        const { handoff, ipam } = callScope();
         try {
-          for (const range of input.ranges) blocks.push(await chooseBlock(network, range, input.key));
+          for (const range of input.ranges) blocks.push(await chooseBlock(network, range, input.key, handoff));
           const assigned = await ipam.allocate({ ...input, network, ranges: blocks });
           return assigned.map((a, i) => ({ ...a, range: input.ranges[i] as Range }));
         } catch (error) {
@@ -224,8 +241,9 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const errors: unknown[] = [];
       for (const range of input.ranges) {
         const blocks: Range[] = [];
+        const { handoff, ipam } = callScope();
         try {
-          blocks.push(...(await holding(network, range, input.key, true)));
+          blocks.push(...(await holding(network, range, input.key, handoff, true)));
           if (blocks.length > 0) out.push(...(await ipam.release({ network, ranges: blocks, key: input.key })));
         } catch (error) {
           errors.push(error);
@@ -240,7 +258,8 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const network = input.network ?? "";
       const out: (Assigned | undefined)[] = [];
       for (const range of input.ranges) {
-        const blocks = await holding(network, range, input.key);
+        const { handoff, ipam } = callScope();
+        const blocks = await holding(network, range, input.key, handoff);
         const [block] = blocks;
         try {
           const [found] = block === undefined ? [undefined] : await ipam.lookup({ network, ranges: [block], key: input.key });

@@ -1,3 +1,4 @@
+export type { AffinityCacheOptions } from "./affinity-cache.js";
 export { withAffinityCache } from "./affinity-cache.js";
 export type {
   AllocateRequest,
@@ -42,6 +43,7 @@ export type { BlockLayout } from "./node-blocks.js";
 export {
   AFFINITY_IF_NAME,
   affinityClaimRef,
+  affinityNetworkOf,
   blockLayout,
   blockPoolRef,
   blockRange,

@@ -106,7 +106,12 @@ export function blockPoolRef(network: string, block: Range): PoolRef {
  * the overlapping-range claims of real addresses.
  */
 export function affinityClaimRef(network: string, block: Range): ClaimRef {
-  return { network: network === "" ? AFFINITY_NETWORK : `${network}-${AFFINITY_NETWORK}`, address: formatBlockAddress(block) };
+  return { network: affinityNetworkOf(network), address: formatBlockAddress(block) };
+}
+
+/** The network a network's block-affinity claims live in (`<network>-node-blocks`). */
+export function affinityNetworkOf(network: string): string {
+  return network === "" ? AFFINITY_NETWORK : `${network}-${AFFINITY_NETWORK}`;
 }
 
 const AFFINITY_NETWORK = "node-blocks";
