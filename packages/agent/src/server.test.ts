@@ -157,6 +157,29 @@ describe("the agent", () => {
     await store.close();
   });
 
+  it("with agent_required (its node's only writer) a steady ADD and DEL read no affinity claim; one call without it ends that for the network", async () => {
+    const blocks = { node_block_size: 16, node_name: "node-a", network_name: "blue", agent_socket: socketPath };
+    const call = async (command: string, id: string, required: boolean) => {
+      const answer = await forwardToAgent({ socketPath, env: env(command, id), stdin: conf({ ...blocks, agent_required: required }) });
+      expect(answer.exitCode, answer.stdout).toBe(0);
+    };
+    await call("ADD", "c0", true); // reads the node's first block (unclaimed) and claims it
+    await call("ADD", "c1", true); // reads the next block: unclaimed, remembered
+    const warm = claimReads;
+    expect(warm).toBe(2);
+    for (let i = 2; i < 6; i++) await call("ADD", `c${i}`, true);
+    for (let i = 0; i < 6; i++) await call("DEL", `c${i}`, true);
+    expect(claimReads).toBe(warm);
+    // a call without agent_required: the binary may run this network in direct mode too, so the
+    // node's next unclaimed block is read on every call from now on, agent_required or not
+    await call("ADD", "d0", false);
+    const shared = claimReads;
+    expect(shared).toBeGreaterThan(warm);
+    await call("ADD", "d1", true);
+    await call("DEL", "d1", true);
+    expect(claimReads).toBe(shared + 2);
+  });
+
   it("listens with mode 0600, replaces a stale socket, refuses to start beside a live one or over a file", async () => {
     expect(statSync(socketPath).mode & 0o777).toBe(0o600);
     await expect(startAgent({ socketPath, openStore })).rejects.toThrow(/another agent is serving/);

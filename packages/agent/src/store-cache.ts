@@ -1,6 +1,14 @@
 import { statSync } from "node:fs";
 import type { IpamConfig } from "@ipamkit/cni";
-import { delegatingStore, type IpamStore, StoreConflictError, withAffinityCache, withOwnClaimMemory, withPoolRecall } from "@ipamkit/core";
+import {
+  affinityNetworkOf,
+  delegatingStore,
+  type IpamStore,
+  StoreConflictError,
+  withAffinityCache,
+  withOwnClaimMemory,
+  withPoolRecall,
+} from "@ipamkit/core";
 
 /** Which client a config needs: calls that need the same one share it. */
 export function storeIdentity(config: IpamConfig): string {
@@ -43,9 +51,17 @@ export class StoreCache {
   /** Compare-and-swap conflicts seen by borrowed stores (with the queue, they come from other nodes). */
   conflicts = 0;
 
+  /**
+   * Affinity networks of the networks a call reached this agent for without `agent_required`:
+   * on those, the binary may also allocate for this node in direct mode, so this agent is not the
+   * node's only writer there — for the rest of its life.
+   */
+  private readonly shared = new Set<string>();
+
   constructor(private readonly open: (config: IpamConfig) => Promise<IpamStore>) {}
 
   async borrow(config: IpamConfig, onClose: () => void): Promise<IpamStore> {
+    if (!config.agent.required) this.shared.add(affinityNetworkOf(config.networkName));
     const identity = storeIdentity(config);
     const family = identity.split("@")[0] ?? identity;
     let entry = this.entries.get(identity);
@@ -57,12 +73,14 @@ export class StoreCache {
           if (old.users === 0) void this.dispose(old);
         }
       }
-      // This long-lived process remembers block-affinity claims once seen (they stay true), the
-      // address claims it wrote (a DEL deletes its claim without reading it), and each pool as it
-      // last saw it (per-node blocks write their only block at that version without reading it
-      // first). Core's withAffinityCache, withOwnClaimMemory, withPoolRecall: all safe under
-      // compare-and-swap, see their docs.
-      const opened = this.open(config).then((store) => withPoolRecall(withOwnClaimMemory(withAffinityCache(store))));
+      // This long-lived process remembers block-affinity claims once seen (they stay true) and,
+      // where every call said agent_required (no direct mode: it is the node's only writer), the
+      // blocks it saw unclaimed; the address claims it wrote (a DEL deletes its claim without
+      // reading it); and each pool as it last saw it (per-node blocks write their only block at
+      // that version without reading it first). Core's withAffinityCache, withOwnClaimMemory,
+      // withPoolRecall: see their docs and core's DESIGN.md for why each is safe.
+      const soleWriter = (affinityNetwork: string) => !this.shared.has(affinityNetwork);
+      const opened = this.open(config).then((store) => withPoolRecall(withOwnClaimMemory(withAffinityCache(store, { soleWriter }))));
       entry = { store: opened, users: 0, retired: false, family };
       this.entries.set(identity, entry);
       // a failed open is not cached: the next call tries again
