@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { withAffinityCache } from "./affinity-cache.js";
+import { createAffinityMemory, withAffinityCache } from "./affinity-cache.js";
 import { createNodeBlockIpam } from "./block-ipam.js";
+import { RangeExhaustedError } from "./errors.js";
 import { formatIp } from "./ip.js";
 import { attachmentKey } from "./key.js";
 import { createMemoryStore } from "./memory-store.js";
@@ -27,9 +28,9 @@ function countingReads(store: IpamStore): { store: IpamStore; reads: Map<string,
       ...store,
       name: store.name,
       capabilities: store.capabilities,
-      readClaim: (ref) => {
+      readClaim: (ref, options) => {
         reads.set(ref.network, (reads.get(ref.network) ?? 0) + 1);
-        return store.readClaim(ref);
+        return store.readClaim(ref, options);
       },
       writeClaim: (ref, claim, expected) => {
         writes.set(ref.network, (writes.get(ref.network) ?? 0) + 1);
@@ -120,20 +121,82 @@ describe("withAffinityCache", () => {
       expect(sizes.reduce((sum, n) => sum + n, 0)).toBe(20);
     });
 
-    it("once it is no longer the only writer, it reads afresh and finds a key another process of the node placed in a new block", async () => {
+    /** n1's agent remembering its second block as unclaimed, then another process of n1 (direct mode, unseen) filling the first and placing "late" in the second. */
+    async function unseenWriter(sole: () => boolean) {
       const memory = createMemoryStore();
-      let sole = true;
-      const agent = createNodeBlockIpam({ store: withAffinityCache(memory, { soleWriter: () => sole }), node: "n1", blockSize: 16 });
+      const agent = createNodeBlockIpam({ store: withAffinityCache(memory, { soleWriter: sole }), node: "n1", blockSize: 16 });
       const direct = createNodeBlockIpam({ store: memory, node: "n1", blockSize: 16 });
-      await agent.allocate({ network: "net", ranges: [range], key: key("c0") }); // remembers n1's second block as unclaimed
-      // another process of node n1 (direct mode) fills the first block and claims the second
-      for (let i = 1; i < 16; i++) await direct.allocate({ network: "net", ranges: [range], key: key(`c${i}`) });
+      for (let i = 0; i < 2; i++) await agent.allocate({ network: "net", ranges: [range], key: key(`c${i}`) });
+      for (let i = 2; i < 16; i++) await direct.allocate({ network: "net", ranges: [range], key: key(`c${i}`) });
       const [late] = await direct.allocate({ network: "net", ranges: [range], key: key("late") });
+      // a free address in the first block again: an ADD searching only that block would take it
+      await direct.release({ network: "net", ranges: [range], key: key("c5") });
+      const [own, next] = order("n1");
+      expect(late?.range).toBeDefined();
+      expect(own && (await memory.readPool(blockPoolRef("net", own)))?.pool.size).toBe(14);
+      expect(next && (await memory.readPool(blockPoolRef("net", next)))?.pool.forKey(key("late"))).toBeDefined();
+      return { memory, agent, direct, late };
+    }
+
+    it("once it is no longer the only writer, it reads afresh and finds a key another process of the node placed in a new block", async () => {
+      let sole = true;
+      const { agent, direct, late } = await unseenWriter(() => sole);
       sole = false;
       const [again] = await agent.allocate({ network: "net", ranges: [range], key: key("late") });
       expect(again?.address).toEqual(late?.address);
       await agent.release({ network: "net", ranges: [range], key: key("late") });
       expect(await direct.lookup({ network: "net", ranges: [range], key: key("late") })).toEqual([undefined]);
+    });
+
+    it("a DEL or lookup that finds nothing confirms the remembered unclaimed block with the store: an unseen writer's key is still found", async () => {
+      const { agent, direct, late } = await unseenWriter(() => true);
+      const [found] = await agent.lookup({ network: "net", ranges: [range], key: key("late") });
+      expect(found?.address).toEqual(late?.address);
+      const released = await agent.release({ network: "net", ranges: [range], key: key("late") });
+      expect(released.map((r) => r.address)).toEqual([late?.address]);
+      expect(await direct.lookup({ network: "net", ranges: [range], key: key("late") })).toEqual([undefined]);
+      // a DEL of a key held nowhere: one fresh read of the next unclaimed block, then nothing
+      expect(await agent.release({ network: "net", ranges: [range], key: key("never") })).toEqual([]);
+    });
+
+    it("STATUS (hasRoom) does not count on a remembered unclaimed block: another node took it and filled the range", async () => {
+      const small = parseRange({ range: "10.0.0.0/28" });
+      const memory = createMemoryStore();
+      const n1 = createNodeBlockIpam({ store: withAffinityCache(memory, { soleWriter: () => true }), node: "n1", blockSize: 4 });
+      const n2 = createNodeBlockIpam({ store: memory, node: "n2", blockSize: 4 });
+      for (let i = 0; i < 2; i++) await n1.allocate({ network: "net", ranges: [small], key: key(`a${i}`) });
+      expect(await n1.hasRoom("net", small)).toBe(true);
+      // n2 claims every other block and fills the range, borrowing n1's free addresses
+      for (let i = 0; ; i++) {
+        const full = await n2.allocate({ network: "net", ranges: [small], key: key(`b${i}`) }).then(
+          () => false,
+          (error: unknown) => error instanceof RangeExhaustedError,
+        );
+        if (full) break;
+      }
+      expect(await n1.hasRoom("net", small)).toBe(false);
+      await expect(n1.allocate({ network: "net", ranges: [small], key: key("a9") })).rejects.toThrow(RangeExhaustedError);
+    });
+
+    it("two instances sharing one memory (a client replaced while calls on the old one finish) never answer unclaimed for a block either claimed", async () => {
+      const memory = createMemoryStore();
+      const shared = createAffinityMemory();
+      const oldClient = withAffinityCache(memory, { soleWriter: () => true, memory: shared });
+      const newClient = withAffinityCache(memory, { soleWriter: () => true, memory: shared });
+      const [first] = order("n1");
+      if (first === undefined) throw new Error("n1 has a block");
+      const ref = affinityClaimRef("net", first);
+      expect(await newClient.readClaim(ref)).toBeUndefined(); // remembered as unclaimed
+      const claim = { pool: blockPoolRef("net", first), key: attachmentKey({ containerId: "n1", ifName: AFFINITY_IF_NAME }) };
+      await oldClient.writeClaim(ref, claim, undefined);
+      expect((await newClient.readClaim(ref))?.claim.key.containerId).toBe("n1");
+      // and a fresh read goes to the store, past any memory
+      const counted = countingReads(memory);
+      const alone = withAffinityCache(counted.store, { soleWriter: () => true });
+      await alone.readClaim(ref);
+      await alone.readClaim(ref);
+      await alone.readClaim(ref, { fresh: true });
+      expect(counted.reads.get(affinity)).toBe(2);
     });
   });
 });

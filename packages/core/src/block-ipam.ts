@@ -113,6 +113,11 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     return layout;
   };
 
+  /**
+   * The node's blocks along its order, up to the first unclaimed one. A process that is its
+   * node's only writer may answer "unclaimed" from memory (withAffinityCache's soleWriter); an
+   * answer that writes nothing must not rest on that ({@link confirmedUnclaimed}).
+   */
   async function view(network: string, range: Range): Promise<NodeView> {
     const seen: NodeView = { own: [], unclaimed: undefined, others: [] };
     for (const index of nodeBlockOrder(layoutOf(range), node)) {
@@ -128,9 +133,29 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   /** The blocks that may hold this node's reservations (its own; everyone's once none is unclaimed). */
   const searched = (seen: NodeView): Range[] => (seen.unclaimed === undefined ? [...seen.own, ...seen.others] : seen.own);
 
-  /** The blocks holding `key`, their reads handed on (callers drop them when done). */
+  /** True when the store itself (not a memory) says the view's first unclaimed block is unclaimed. */
+  async function confirmedUnclaimed(network: string, block: Range): Promise<boolean> {
+    return (await store.readClaim(affinityClaimRef(network, block), { fresh: true })) === undefined;
+  }
+
+  /**
+   * The blocks holding `key`, their reads handed on (callers drop them when done). Found nowhere —
+   * the answer that writes nothing — holds only once the first unclaimed block is confirmed by
+   * the store itself; one taken meanwhile is now known, and the node's blocks are searched again.
+   */
   async function holding(network: string, range: Range, key: AttachmentKey, handoff: Handoff, recall = false): Promise<Range[]> {
-    const blocks = searched(await view(network, range));
+    let seen = await view(network, range);
+    let found = await search(network, searched(seen), key, handoff, recall);
+    for (let attempt = 0; found.length === 0 && seen.unclaimed !== undefined; attempt++) {
+      if (await confirmedUnclaimed(network, seen.unclaimed)) return found;
+      if (attempt >= MAX_REPLANS) throw new StoreConflictError(`node blocks of ${range.cidr.text}`);
+      seen = await view(network, range);
+      found = await search(network, searched(seen), key, handoff, false);
+    }
+    return found;
+  }
+
+  async function search(network: string, blocks: Range[], key: AttachmentKey, handoff: Handoff, recall: boolean): Promise<Range[]> {
     // Held, as last seen: the release's write at that version checks it. (Not held: a release that
     // finds nothing writes nothing, so that is always read afresh.)
     const quick = recall ? recalled(network, blocks, handoff, (stored) => stored.pool.forKey(key) !== undefined) : undefined;
@@ -271,8 +296,13 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       return out;
     },
     async hasRoom(network, range) {
-      const seen = await view(network ?? "", range);
-      if (seen.unclaimed !== undefined) return true;
+      let seen = await view(network ?? "", range);
+      // STATUS writes nothing either: the unclaimed block it counts on is confirmed by the store
+      for (let attempt = 0; seen.unclaimed !== undefined; attempt++) {
+        if (await confirmedUnclaimed(network ?? "", seen.unclaimed)) return true;
+        if (attempt >= MAX_REPLANS) throw new StoreConflictError(`node blocks of ${range.cidr.text}`);
+        seen = await view(network ?? "", range);
+      }
       for (const block of searched(seen)) {
         const stored = await store.readPool(blockPoolRef(network ?? "", block));
         if (stored === undefined || findFree(stored.pool, block, block.first, block.last) !== undefined) return true;

@@ -13,7 +13,7 @@ export function delegatingStore(store: IpamStore, overrides: Partial<IpamStore> 
     readPool: (ref) => store.readPool(ref),
     writePool: (ref, pool, expected) => store.writePool(ref, pool, expected),
     listPools: () => store.listPools(),
-    readClaim: (ref) => store.readClaim(ref),
+    readClaim: (ref, options) => store.readClaim(ref, options),
     writeClaim: (ref, claim, expected) => store.writeClaim(ref, claim, expected),
     deleteClaim: (ref, expected) => store.deleteClaim(ref, expected),
     listClaims: (network) => store.listClaims(network),

@@ -1,5 +1,5 @@
-export type { AffinityCacheOptions } from "./affinity-cache.js";
-export { withAffinityCache } from "./affinity-cache.js";
+export type { AffinityCacheOptions, AffinityMemory } from "./affinity-cache.js";
+export { createAffinityMemory, withAffinityCache } from "./affinity-cache.js";
 export type {
   AllocateRequest,
   Allocation,
@@ -75,5 +75,16 @@ export type { Reservation } from "./reservation.js";
 export { sameReservation } from "./reservation.js";
 export type { ConflictCounter, RetryOptions } from "./retry.js";
 export { withConflictRetry } from "./retry.js";
-export type { Claim, ClaimRef, IpamStore, PoolRef, StoreCapabilities, StoredClaim, StoredPool, StoreWrite, Version } from "./store.js";
+export type {
+  Claim,
+  ClaimReadOptions,
+  ClaimRef,
+  IpamStore,
+  PoolRef,
+  StoreCapabilities,
+  StoredClaim,
+  StoredPool,
+  StoreWrite,
+  Version,
+} from "./store.js";
 export { claimId, comparePoolRefs, poolId, samePoolRef } from "./store.js";

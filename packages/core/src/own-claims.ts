@@ -27,7 +27,10 @@ export function withOwnClaimMemory(store: IpamStore, options: OwnClaimMemoryOpti
     if (!isAffinityNetwork(ref.network)) known.set(claimId(ref), claim);
   };
   const overrides: Partial<IpamStore> = {
-    readClaim: (ref) => Promise.resolve(known.get(claimId(ref)) ?? store.readClaim(ref)),
+    readClaim: (ref, options) => {
+      const mine = options?.fresh === true ? undefined : known.get(claimId(ref));
+      return mine === undefined ? store.readClaim(ref, options) : Promise.resolve(mine);
+    },
     async writeClaim(ref, claim, expected) {
       known.delete(claimId(ref));
       const version = await store.writeClaim(ref, claim, expected);

@@ -78,6 +78,15 @@ export interface StoreCapabilities {
   readonly entryWrites?: boolean;
 }
 
+export interface ClaimReadOptions {
+  /**
+   * Read the store itself, not what this process remembers (core's wrappers honour it; a store,
+   * which remembers nothing, ignores it). For answers that write nothing, which no
+   * compare-and-swap would correct.
+   */
+  readonly fresh?: boolean;
+}
+
 export interface IpamStore {
   /** Short backend name used in error prefixes, e.g. "storage-file". */
   readonly name: string;
@@ -96,7 +105,8 @@ export interface IpamStore {
   recallPool?(ref: PoolRef): StoredPool | undefined;
   /** Every pool, in one stable order (network, then CIDR text). */
   listPools(): Promise<PoolRef[]>;
-  readClaim(ref: ClaimRef): Promise<StoredClaim | undefined>;
+  /** Reads a claim and its version; undefined when it does not exist. */
+  readClaim(ref: ClaimRef, options?: ClaimReadOptions): Promise<StoredClaim | undefined>;
   /** Compare-and-swap like writePool; `expected` undefined means create-if-absent. */
   writeClaim(ref: ClaimRef, claim: Claim, expected: Version | undefined): Promise<Version>;
   /** Deletes the claim only if its version is still `expected`; otherwise StoreConflictError. */
