@@ -157,27 +157,53 @@ describe("the agent", () => {
     await store.close();
   });
 
-  it("with agent_required (its node's only writer) a steady ADD and DEL read no affinity claim; one call without it ends that for the network", async () => {
-    const blocks = { node_block_size: 16, node_name: "node-a", network_name: "blue", agent_socket: socketPath };
-    const call = async (command: string, id: string, required: boolean) => {
-      const answer = await forwardToAgent({ socketPath, env: env(command, id), stdin: conf({ ...blocks, agent_required: required }) });
+  describe("as its node's only writer (agent_required)", () => {
+    const blocks = (network: string, extra: Record<string, unknown> = {}) => ({
+      node_block_size: 16,
+      node_name: "node-a",
+      network_name: network,
+      agent_socket: socketPath,
+      ...extra,
+    });
+    const call = async (command: string, id: string, ipam: Record<string, unknown>) => {
+      const answer = await forwardToAgent({ socketPath, env: env(command, id), stdin: conf(ipam) });
       expect(answer.exitCode, answer.stdout).toBe(0);
     };
-    await call("ADD", "c0", true); // reads the node's first block (unclaimed) and claims it
-    await call("ADD", "c1", true); // reads the next block: unclaimed, remembered
-    const warm = claimReads;
-    expect(warm).toBe(2);
-    for (let i = 2; i < 6; i++) await call("ADD", `c${i}`, true);
-    for (let i = 0; i < 6; i++) await call("DEL", `c${i}`, true);
-    expect(claimReads).toBe(warm);
-    // a call without agent_required: the binary may run this network in direct mode too, so the
-    // node's next unclaimed block is read on every call from now on, agent_required or not
-    await call("ADD", "d0", false);
-    const shared = claimReads;
-    expect(shared).toBeGreaterThan(warm);
-    await call("ADD", "d1", true);
-    await call("DEL", "d1", true);
-    expect(claimReads).toBe(shared + 2);
+    const blue = (required: boolean, extra: Record<string, unknown> = {}) => blocks("blue", { agent_required: required, ...extra });
+
+    it("a steady ADD and DEL read no affinity claim; another network's calls change nothing; one call without agent_required ends it", async () => {
+      await call("ADD", "c0", blue(true)); // reads the node's first block (unclaimed) and claims it
+      await call("ADD", "c1", blue(true)); // reads the next block: unclaimed, remembered
+      const warm = claimReads;
+      expect(warm).toBe(2);
+      for (let i = 2; i < 6; i++) await call("ADD", `c${i}`, blue(true));
+      for (let i = 0; i < 6; i++) await call("DEL", `c${i}`, blue(true));
+      expect(claimReads).toBe(warm);
+      // a network without agent_required reads its unclaimed block every time; blue still does not
+      await call("ADD", "g0", blocks("green", { agent_required: false }));
+      await call("ADD", "g1", blocks("green", { agent_required: false }));
+      const green = claimReads;
+      await call("ADD", "c6", blue(true));
+      await call("DEL", "c6", blue(true));
+      expect(claimReads).toBe(green);
+      // a blue call without agent_required: the binary may run blue in direct mode too, so the
+      // node's next unclaimed block is read on every call from now on, agent_required or not
+      await call("ADD", "d0", blue(false));
+      const shared = claimReads;
+      expect(shared).toBeGreaterThan(green);
+      await call("ADD", "d1", blue(true));
+      await call("DEL", "d1", blue(true));
+      expect(claimReads).toBe(shared + 2);
+    });
+
+    it("a network reached through two stores (two clients that would each remember) reads its unclaimed block every time", async () => {
+      for (let i = 0; i < 2; i++) await call("ADD", `c${i}`, blue(true));
+      await call("ADD", "o0", blue(true, { data_dir: join(dir, "other-store") }));
+      const shared = claimReads;
+      await call("ADD", "c2", blue(true));
+      await call("DEL", "c2", blue(true));
+      expect(claimReads).toBe(shared + 2);
+    });
   });
 
   it("listens with mode 0600, replaces a stale socket, refuses to start beside a live one or over a file", async () => {

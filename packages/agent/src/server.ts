@@ -87,6 +87,8 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       fs: callFs,
       hostname: () => options.nodeName ?? hostname(),
       openStore: async (config) => {
+        // before the queue: a call waiting there may be one whose binary gave up and went direct
+        stores.note(config);
         const release = await queue.acquire(poolKey(config));
         try {
           return await stores.borrow(config, release);

@@ -1,7 +1,9 @@
 import { statSync } from "node:fs";
 import type { IpamConfig } from "@ipamkit/cni";
 import {
+  type AffinityMemory,
   affinityNetworkOf,
+  createAffinityMemory,
   delegatingStore,
   type IpamStore,
   StoreConflictError,
@@ -9,6 +11,14 @@ import {
   withOwnClaimMemory,
   withPoolRecall,
 } from "@ipamkit/core";
+
+/**
+ * The backend behind an identity: the same across a kubeconfig's rewrites (the identity's
+ * `@<modification time>` suffix dropped; etcd and file identities have none, and their settings
+ * may themselves contain "@").
+ */
+const familyOf = (identity: string): string =>
+  identity.startsWith("kubernetes:") ? identity.slice(0, identity.lastIndexOf("@")) : identity;
 
 /** Which client a config needs: calls that need the same one share it. */
 export function storeIdentity(config: IpamConfig): string {
@@ -52,18 +62,31 @@ export class StoreCache {
   conflicts = 0;
 
   /**
-   * Affinity networks of the networks a call reached this agent for without `agent_required`:
-   * on those, the binary may also allocate for this node in direct mode, so this agent is not the
-   * node's only writer there — for the rest of its life.
+   * Affinity networks on which this agent is not the node's only writer, for the rest of its
+   * life: a call reached it without `agent_required` (the binary may then run the network in
+   * direct mode), or through two store families (two kubeconfig files or etcd settings: two
+   * clients that would each remember for themselves).
    */
   private readonly shared = new Set<string>();
+  /** The store family each affinity network was seen with. */
+  private readonly networkFamily = new Map<string, string>();
+  /** One affinity memory per store family, shared by the clients a rewritten kubeconfig replaces. */
+  private readonly memories = new Map<string, AffinityMemory>();
 
   constructor(private readonly open: (config: IpamConfig) => Promise<IpamStore>) {}
 
+  /** Records what a call says about who else may write for this node (called as it arrives, and again by borrow). */
+  note(config: IpamConfig, identity = storeIdentity(config)): void {
+    const network = affinityNetworkOf(config.networkName);
+    const family = familyOf(identity);
+    if (!config.agent.required || (this.networkFamily.get(network) ?? family) !== family) this.shared.add(network);
+    this.networkFamily.set(network, family);
+  }
+
   async borrow(config: IpamConfig, onClose: () => void): Promise<IpamStore> {
-    if (!config.agent.required) this.shared.add(affinityNetworkOf(config.networkName));
     const identity = storeIdentity(config);
-    const family = identity.split("@")[0] ?? identity;
+    this.note(config, identity);
+    const family = familyOf(identity);
     let entry = this.entries.get(identity);
     if (entry === undefined) {
       for (const [other, old] of this.entries) {
@@ -80,7 +103,13 @@ export class StoreCache {
       // that version without reading it first). Core's withAffinityCache, withOwnClaimMemory,
       // withPoolRecall: see their docs and core's DESIGN.md for why each is safe.
       const soleWriter = (affinityNetwork: string) => !this.shared.has(affinityNetwork);
-      const opened = this.open(config).then((store) => withPoolRecall(withOwnClaimMemory(withAffinityCache(store, { soleWriter }))));
+      let memory = this.memories.get(family);
+      if (memory === undefined) {
+        memory = createAffinityMemory();
+        this.memories.set(family, memory);
+      }
+      const affinity = { soleWriter, memory };
+      const opened = this.open(config).then((store) => withPoolRecall(withOwnClaimMemory(withAffinityCache(store, affinity))));
       entry = { store: opened, users: 0, retired: false, family };
       this.entries.set(identity, entry);
       // a failed open is not cached: the next call tries again

@@ -59,7 +59,8 @@ export interface IpamConfig {
   requestedIps: string[];
   /**
    * The node-local agent (`agent_socket`, `agent_required`): honoured by the binary before this
-   * config is even loaded (see agent-settings.ts); the agent itself ignores it.
+   * config is even loaded (see agent-settings.ts); the agent reads `required` only to know whether
+   * it is the node's only writer on the network (per-node blocks remember more then).
    */
   agent: { socket?: string; required: boolean };
   /**
