@@ -180,6 +180,28 @@ describe("per-node blocks", () => {
     expect(c0).toBeDefined();
   });
 
+  it("with pool recall and two blocks, a DEL of a key held in either, as last seen, reads no pool; a stale one costs a conflict and a fresh read", async () => {
+    const { inner, store, reads } = countingStore();
+    const a = createNodeBlockIpam({ store: withPoolRecall(store), node: "node-a", blockSize: 16 });
+    const reconciler = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
+    for (let i = 0; i < 20; i++) await a.allocate({ ranges: [range], key: key(`c${i}`) });
+    const poolOf = async (id: string) => (await holdings(inner)).find((h) => h.key === `${id}/net1`)?.pool;
+    const [first, second] = [await poolOf("c0"), await poolOf("c19")];
+    expect(first).toBeDefined();
+    expect(second).not.toBe(first);
+    reads.length = 0;
+    for (const id of ["c0", "c19"]) expect(await a.release({ ranges: [range], key: key(id) })).toHaveLength(1);
+    expect(reads).toEqual([]);
+    // released behind its back: the first block's recall is stale, its write conflicts, a fresh read follows
+    await reconciler.release({ ranges: [range], key: key("c1") });
+    const before = a.conflicts.conflicts;
+    expect((await a.release({ ranges: [range], key: key("c2") })).map((r) => r.reservation.key)).toEqual([key("c2")]);
+    expect(a.conflicts.conflicts).toBe(before + 1);
+    expect(reads).toContain(first);
+    const held = (await holdings(inner)).map((h) => h.key).sort();
+    expect(held).toEqual(Array.from({ length: 16 }, (_, i) => `c${i + 3}/net1`).sort());
+  });
+
   it("claims the next block when its blocks are full, borrows once none is left, then reports exhaustion", async () => {
     const small = parseRange({ range: "10.0.0.0/27" }); // two blocks of 16: .1-.15 and .16-.30
     const store = createMemoryStore();

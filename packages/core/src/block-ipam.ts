@@ -156,9 +156,10 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   }
 
   async function search(network: string, blocks: Range[], key: AttachmentKey, handoff: Handoff, recall: boolean): Promise<Range[]> {
-    // Held, as last seen: the release's write at that version checks it. (Not held: a release that
-    // finds nothing writes nothing, so that is always read afresh.)
-    const quick = recall ? recalled(network, blocks, handoff, (stored) => stored.pool.forKey(key) !== undefined) : undefined;
+    // Held in one of them, as last seen: the release's write at that version checks it, and a key
+    // is held in one block at most — so this holds over any number of searched blocks. (Not held:
+    // a release that finds nothing writes nothing, so that is always read afresh.)
+    const quick = recall ? recalledHolder(network, blocks, handoff, key) : undefined;
     if (quick !== undefined) return [quick];
     const found: Range[] = [];
     for (const block of blocks) {
@@ -171,11 +172,24 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     return found;
   }
 
+  /** The searched block whose pool, as this process last saw it (store.recallPool), holds `key`; its pool handed on. */
+  function recalledHolder(network: string, blocks: Range[], handoff: Handoff, key: AttachmentKey): Range | undefined {
+    if (store.recallPool === undefined) return undefined;
+    for (const block of blocks) {
+      const ref = blockPoolRef(network, block);
+      const stored = store.recallPool(ref);
+      if (stored?.pool.forKey(key) === undefined) continue;
+      handoff.hand(ref, stored);
+      return block;
+    }
+    return undefined;
+  }
+
   /**
    * The pool of a node's only searched block as this process last saw it (store.recallPool), when
    * `usable` holds for it. Safe only because the caller's next step is a compare-and-swap write of
    * that pool at the recalled version, which validates the choice: with one searched block, "the
-   * key is not held" and "the key is held here" are facts about that one pool.
+   * key is not held" is a fact about that one pool.
    */
   function recalled(
     network: string,
