@@ -83,10 +83,6 @@ function readHandoff(store: IpamStore) {
     hand(ref: PoolRef, stored: StoredPool | undefined): void {
       if (stored !== undefined) ready.set(id(ref), stored);
     },
-    /** Drops what the inner IPAM did not take (a later range's choice failed first): no read outlives its call. */
-    drop(refs: readonly PoolRef[]): void {
-      for (const ref of refs) ready.delete(id(ref));
-    },
   };
 }
 
@@ -139,7 +135,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   }
 
   /**
-   * The blocks holding `key`, their reads handed on (callers drop them when done). Found nowhere —
+   * The blocks holding `key`, their reads handed on to the call's inner IPAM. Found nowhere —
    * the answer that writes nothing — holds only once the first unclaimed block is confirmed by
    * the store itself; one taken meanwhile is now known, and the node's blocks are searched again.
    */
@@ -260,17 +256,16 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       if (input.ranges.length === 0) throw new InvalidRequestError("no ranges to allocate from");
       const network = input.network ?? "";
       for (let attempt = 1; ; attempt++) {
-        const blocks: Range[] = [];
+        // a fresh scope per attempt: what an attempt handed on and did not use dies with it
         const { handoff, ipam } = callScope();
         try {
+          const blocks: Range[] = [];
           for (const range of input.ranges) blocks.push(await chooseBlock(network, range, input.key, handoff));
           const assigned = await ipam.allocate({ ...input, network, ranges: blocks });
           return assigned.map((a, i) => ({ ...a, range: input.ranges[i] as Range }));
         } catch (error) {
           // A block filled up after it was read (another call on this node): choose again.
           if (!(error instanceof RangeExhaustedError) || attempt >= MAX_REPLANS) throw error;
-        } finally {
-          handoff.drop(blocks.map((block) => blockPoolRef(network, block)));
         }
       }
     },
@@ -279,15 +274,12 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const out: Released[] = [];
       const errors: unknown[] = [];
       for (const range of input.ranges) {
-        const blocks: Range[] = [];
         const { handoff, ipam } = callScope();
         try {
-          blocks.push(...(await holding(network, range, input.key, handoff, true)));
+          const blocks = await holding(network, range, input.key, handoff, true);
           if (blocks.length > 0) out.push(...(await ipam.release({ network, ranges: blocks, key: input.key })));
         } catch (error) {
           errors.push(error);
-        } finally {
-          handoff.drop(blocks.map((block) => blockPoolRef(network, block)));
         }
       }
       if (errors.length > 0) throw errors[0];
@@ -298,14 +290,9 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const out: (Assigned | undefined)[] = [];
       for (const range of input.ranges) {
         const { handoff, ipam } = callScope();
-        const blocks = await holding(network, range, input.key, handoff);
-        const [block] = blocks;
-        try {
-          const [found] = block === undefined ? [undefined] : await ipam.lookup({ network, ranges: [block], key: input.key });
-          out.push(found === undefined ? undefined : { ...found, range });
-        } finally {
-          handoff.drop(blocks.map((b) => blockPoolRef(network, b)));
-        }
+        const [block] = await holding(network, range, input.key, handoff);
+        const [found] = block === undefined ? [undefined] : await ipam.lookup({ network, ranges: [block], key: input.key });
+        out.push(found === undefined ? undefined : { ...found, range });
       }
       return out;
     },
