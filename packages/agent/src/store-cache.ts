@@ -12,35 +12,33 @@ import {
   withPoolRecall,
 } from "@ipamkit/core";
 
-/**
- * The backend behind an identity: the same across a kubeconfig's rewrites (the identity's
- * `@<modification time>` suffix dropped; etcd and file identities have none, and their settings
- * may themselves contain "@").
- */
-const familyOf = (identity: string): string =>
-  identity.startsWith("kubernetes:") ? identity.slice(0, identity.lastIndexOf("@")) : identity;
-
-/** Which client a config needs: calls that need the same one share it. */
-export function storeIdentity(config: IpamConfig): string {
+/** The backend a config's store talks to: the same across a kubeconfig's rewrites. Reads no file. */
+function storeFamily(config: IpamConfig): string {
   switch (config.datastore) {
     case "file":
       return `file:${config.dataDir}`;
     case "etcd":
       return `etcd:${JSON.stringify(config.etcd)}`;
-    case "kubernetes": {
-      // a rewritten kubeconfig (Whereabouts' token watcher rotates the token) gets a fresh client
-      const path = config.kubernetes.kubeconfig;
-      let version = "";
-      if (path !== undefined) {
-        try {
-          version = String(statSync(path).mtimeMs);
-        } catch {
-          version = "missing";
-        }
-      }
-      return `kubernetes:${path ?? "default"}@${version}`;
+    case "kubernetes":
+      return `kubernetes:${config.kubernetes.kubeconfig ?? "default"}`;
+  }
+}
+
+/** Which client a config needs: calls that need the same one share it. */
+export function storeIdentity(config: IpamConfig): string {
+  const family = storeFamily(config);
+  if (config.datastore !== "kubernetes") return family;
+  // a rewritten kubeconfig (Whereabouts' token watcher rotates the token) gets a fresh client
+  const path = config.kubernetes.kubeconfig;
+  let version = "";
+  if (path !== undefined) {
+    try {
+      version = String(statSync(path).mtimeMs);
+    } catch {
+      version = "missing";
     }
   }
+  return `${family}@${version}`;
 }
 
 interface Entry {
@@ -76,17 +74,17 @@ export class StoreCache {
   constructor(private readonly open: (config: IpamConfig) => Promise<IpamStore>) {}
 
   /** Records what a call says about who else may write for this node (called as it arrives, and again by borrow). */
-  note(config: IpamConfig, identity = storeIdentity(config)): void {
+  note(config: IpamConfig): void {
     const network = affinityNetworkOf(config.networkName);
-    const family = familyOf(identity);
+    const family = storeFamily(config);
     if (!config.agent.required || (this.networkFamily.get(network) ?? family) !== family) this.shared.add(network);
     this.networkFamily.set(network, family);
   }
 
   async borrow(config: IpamConfig, onClose: () => void): Promise<IpamStore> {
+    this.note(config);
     const identity = storeIdentity(config);
-    this.note(config, identity);
-    const family = familyOf(identity);
+    const family = storeFamily(config);
     let entry = this.entries.get(identity);
     if (entry === undefined) {
       for (const [other, old] of this.entries) {
