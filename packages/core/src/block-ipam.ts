@@ -182,22 +182,18 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   }
 
   /**
-   * The pool of a node's only searched block as this process last saw it (store.recallPool), when
-   * `usable` holds for it. Safe only because the caller's next step is a compare-and-swap write of
-   * that pool at the recalled version, which validates the choice: with one searched block, "the
-   * key is not held" is a fact about that one pool.
+   * The node's only searched block, when its pool as this process last saw it (store.recallPool)
+   * does not hold `key` and has room; that pool handed on. Safe only because the caller's next step
+   * is a compare-and-swap write of that pool at the recalled version, which validates the choice:
+   * with one searched block, "the key is not held" is a fact about that one pool.
    */
-  function recalled(
-    network: string,
-    blocks: Range[],
-    handoff: Handoff,
-    usable: (stored: StoredPool, block: Range) => boolean,
-  ): Range | undefined {
+  function recalledWithRoom(network: string, blocks: Range[], handoff: Handoff, key: AttachmentKey): Range | undefined {
     const [block, ...more] = blocks;
     if (block === undefined || more.length > 0 || store.recallPool === undefined) return undefined;
     const ref = blockPoolRef(network, block);
     const stored = store.recallPool(ref);
-    if (stored === undefined || !usable(stored, block)) return undefined;
+    if (stored === undefined || stored.pool.forKey(key) !== undefined) return undefined;
+    if (findFree(stored.pool, block, block.first, block.last) === undefined) return undefined;
     handoff.hand(ref, stored);
     return block;
   }
@@ -209,12 +205,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const blocks = searched(seen);
       // Not held and room, as last seen: the allocation's write at that version checks both. (Held:
       // an ADD that finds its key writes nothing, so that is never taken from a recalled pool.)
-      const quick = recalled(
-        network,
-        blocks,
-        handoff,
-        (stored, block) => stored.pool.forKey(key) === undefined && findFree(stored.pool, block, block.first, block.last) !== undefined,
-      );
+      const quick = recalledWithRoom(network, blocks, handoff, key);
       if (quick !== undefined) return quick;
       let roomy: Range | undefined;
       let roomyRead: StoredPool | undefined;
