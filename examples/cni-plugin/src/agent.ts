@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { startAgent } from "@ipamkit/agent";
+import { type Agent, startAgent } from "@ipamkit/agent";
 import { NODE_NAME } from "@ipamkit/cni";
 import pino from "pino";
 import { DATASTORES, type Datastore, loadStoreCode, openStore } from "./open-store.js";
@@ -7,15 +7,43 @@ import { DATASTORES, type Datastore, loadStoreCode, openStore } from "./open-sto
 // dist/ipamkit-agent: the node-local agent. It answers the CNI calls that `ipamkit` forwards over
 // a Unix socket, with the same code and the same store loading as the binary (open-store.ts), but
 // keeps each store's client open between calls.
-const USAGE = "usage: ipamkit-agent --socket PATH [--node-name NAME] [--log-level info] [--warm etcd,kubernetes,file]";
+const USAGE =
+  "usage: ipamkit-agent --socket PATH [--node-name NAME] [--log-level info] [--warm etcd,kubernetes,file]\n" +
+  "       (a scale simulation may host several nodes: --socket PATH --node-name NAME, repeated, one name per socket)";
+
+/** Each agent this process runs: its socket and its node's name (undefined: the host name). */
+interface Hosted {
+  socket: string;
+  nodeName: string | undefined;
+}
+
+/**
+ * The agents to run: one per --socket. Several sockets host several simulated nodes in one process
+ * (the cluster simulation's hollow nodes): each then needs its own distinct --node-name, since every
+ * agent is its node's only writer (store-cache.ts) and two agents under one name would each
+ * remember for the same node.
+ */
+function hostedAgents(sockets: string[], names: string[]): Hosted[] | string {
+  if (sockets.length === 0) return "--socket is required";
+  const relative = sockets.find((socket) => !socket.startsWith("/"));
+  if (relative !== undefined) return `--socket must be an absolute path: ${JSON.stringify(relative)}`;
+  const badName = names.find((name) => !NODE_NAME.test(name));
+  if (badName !== undefined) return `--node-name: not a node name: ${JSON.stringify(badName)}`;
+  if (sockets.length === 1 && names.length <= 1) return [{ socket: sockets[0] as string, nodeName: names[0] }];
+  if (names.length !== sockets.length)
+    return `${sockets.length} sockets and ${names.length} node names: several sockets need one --node-name each`;
+  if (new Set(sockets).size !== sockets.length) return "a --socket is given twice";
+  if (new Set(names).size !== names.length) return "a --node-name is given twice: each hosted node is its own node";
+  return sockets.map((socket, i) => ({ socket, nodeName: names[i] }));
+}
 
 async function main(): Promise<number> {
-  let values: { socket?: string; "node-name"?: string; "log-level"?: string; warm?: string; help?: boolean };
+  let values: { socket?: string[]; "node-name"?: string[]; "log-level"?: string; warm?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
       options: {
-        socket: { type: "string" },
-        "node-name": { type: "string" },
+        socket: { type: "string", multiple: true },
+        "node-name": { type: "string", multiple: true },
         "log-level": { type: "string" },
         warm: { type: "string" },
         help: { type: "boolean" },
@@ -30,13 +58,9 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  if (values.socket === undefined || !values.socket.startsWith("/")) {
-    process.stderr.write(`error: --socket must be an absolute path\n${USAGE}\n`);
-    return 2;
-  }
-  const nodeName = values["node-name"];
-  if (nodeName !== undefined && !NODE_NAME.test(nodeName)) {
-    process.stderr.write(`error: --node-name: not a node name: ${JSON.stringify(nodeName)}\n${USAGE}\n`);
+  const hosted = hostedAgents(values.socket ?? [], values["node-name"] ?? []);
+  if (typeof hosted === "string") {
+    process.stderr.write(`error: ${hosted}\n${USAGE}\n`);
     return 2;
   }
   const warm = (values.warm ?? "").split(",").filter((name) => name !== "");
@@ -52,12 +76,17 @@ async function main(): Promise<number> {
     process.stderr.write(`error: --log-level: unknown level ${JSON.stringify(values["log-level"])}\n${USAGE}\n`);
     return 2;
   }
-  let agent: Awaited<ReturnType<typeof startAgent>>;
-  try {
-    agent = await startAgent({ socketPath: values.socket, openStore, logger, ...(nodeName === undefined ? {} : { nodeName }) });
-  } catch (error) {
-    logger.fatal(`cannot start: ${(error as Error).message}`);
-    return 1;
+  const agents: Agent[] = [];
+  for (const { socket, nodeName } of hosted) {
+    // several hosted nodes: every line says whose agent logged it
+    const log = hosted.length > 1 ? logger.child({ node: nodeName }) : logger;
+    try {
+      agents.push(await startAgent({ socketPath: socket, openStore, logger: log, ...(nodeName === undefined ? {} : { nodeName }) }));
+    } catch (error) {
+      log.fatal(`cannot start: ${(error as Error).message}`);
+      await Promise.all(agents.map((agent) => agent.close()));
+      return 1;
+    }
   }
   // after listening: a call that arrives meanwhile is answered (it waits for the same code at most)
   void warmStores(warm as Datastore[], logger);
@@ -69,7 +98,7 @@ async function main(): Promise<number> {
       });
     }
   });
-  await agent.close();
+  await Promise.all(agents.map((agent) => agent.close()));
   return 0;
 }
 
