@@ -19,6 +19,7 @@ const { values } = parseArgs({
     networks: { type: "string", default: "10" },
     rounds: { type: "string", default: "2" },
     "node-block-size": { type: "string", default: "16" },
+    "agents-per-process": { type: "string", default: "1" },
   },
 });
 const kind = values.store as StoreKind;
@@ -26,21 +27,22 @@ if (kind !== "etcd" && kind !== "kubernetes") {
   process.stderr.write(`agent-cost: --store is etcd or kubernetes, not ${values.store}\n`);
   process.exit(2);
 }
-const count = (name: "nodes" | "pods" | "networks" | "rounds" | "node-block-size"): number => {
+const count = (name: "nodes" | "pods" | "networks" | "rounds" | "node-block-size" | "agents-per-process"): number => {
   const n = Number(values[name]);
   if (Number.isInteger(n) && n > 0) return n;
   process.stderr.write(`agent-cost: --${name} is a positive integer, not ${values[name]}\n`);
   process.exit(2);
 };
-const [nodeCount, pods, networks, rounds, blockSize] = [
+const [nodeCount, pods, networks, rounds, blockSize, agentsPerProcess] = [
   count("nodes"),
   count("pods"),
   count("networks"),
   count("rounds"),
   count("node-block-size"),
+  count("agents-per-process"),
 ];
 const spawner = startSpawner("native");
-const cluster = await startCluster(kind, nodeCount, { nodeBlockSize: blockSize, spawner });
+const cluster = await startCluster(kind, nodeCount, { nodeBlockSize: blockSize, spawner, agentsPerProcess });
 try {
   await limited(
     8,
@@ -66,7 +68,7 @@ try {
       const seconds = (performance.now() - started) / 1000;
       const perCall = (cpu().agents * 1000) / (pods * networks);
       console.log(
-        `| ${kind} | ${nodeCount} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall.toFixed(1)} |`,
+        `| ${kind} | ${agentsPerProcess === 1 ? nodeCount : `${nodeCount} (${agentsPerProcess} per agent process)`} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall.toFixed(1)} |`,
       );
     }
   }

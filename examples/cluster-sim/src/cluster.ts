@@ -15,7 +15,7 @@ import { nodeSpawner, type Spawner } from "./spawner.js";
 
 export type StoreKind = "etcd" | "kubernetes" | "file";
 
-/** One simulated node: its name and its node-local agent (a real dist/ipamkit-agent process). */
+/** One simulated node: its name and its node-local agent (a real dist/ipamkit-agent process, maybe hosting other nodes too). */
 export interface SimNode {
   name: string;
   socket: string;
@@ -39,7 +39,7 @@ export interface Cluster extends CpuSources {
   startAgent(node: SimNode): Promise<void>;
   /** Stops the test API server and starts an empty one on the same port (its state is in memory only). */
   restartApiServer(): Promise<void>;
-  /** SIGKILL: the node lost power. */
+  /** SIGKILL: the node lost power (with it every node its agent's process hosts). */
   killAgent(node: SimNode): void;
   /** Store conflicts seen so far (the agents' counters, summed). */
   conflicts(): Promise<number>;
@@ -53,6 +53,13 @@ export interface ClusterOptions {
   nodeBlockSize?: number;
   /** How CNI processes are started (default: Node's spawn). */
   spawner?: Spawner;
+  /**
+   * How many nodes' agents one process hosts (default 1: one process per node, as deployed). More
+   * packs consecutive nodes as hollow nodes: each keeps its own agent (socket, node name, store
+   * clients, memory) but they share one Node process, so 100 nodes do not need 100 processes
+   * contending for two cores.
+   */
+  agentsPerProcess?: number;
 }
 
 export async function startCluster(kind: StoreKind, nodeCount: number, options: ClusterOptions = {}): Promise<Cluster> {
@@ -73,6 +80,40 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
   let retired = 0;
   let retiredCpu = 0;
   const spawner = options.spawner ?? nodeSpawner;
+  const perProcess = options.agentsPerProcess ?? 1;
+  if (!Number.isInteger(perProcess) || perProcess < 1) throw new Error(`agentsPerProcess: a positive integer, not ${perProcess}`);
+  const groupOf = (node: SimNode) => Math.floor(nodes.indexOf(node) / perProcess);
+  const membersOf = (group: number) => nodes.slice(group * perProcess, (group + 1) * perProcess);
+  /** Each group's agent process, once started (or while it starts). */
+  const hosts = new Map<number, Promise<ChildProcess>>();
+  /** Starts the agent process of a group of nodes and waits until every one of their sockets answers. */
+  async function startHost(group: number): Promise<ChildProcess> {
+    const members = membersOf(group);
+    const sockets = members.flatMap((member) => ["--socket", member.socket, "--node-name", member.name]);
+    const args = [...sockets, "--log-level", process.env.SIM_AGENT_LOG ?? "warn", "--warm", kind];
+    const child = spawn(AGENT, args, {
+      stdio: ["ignore", process.env.SIM_AGENT_LOG ? "inherit" : "ignore", "inherit"],
+      // SIM_AGENT_NODE_OPTIONS: Node options for the agents only (e.g. --require a profiling preload)
+      env: {
+        PATH: process.env.PATH ?? "",
+        ...(process.env.SIM_AGENT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SIM_AGENT_NODE_OPTIONS } : {}),
+      },
+    });
+    for (const member of members) member.agent = child;
+    const deadline = Date.now() + 20_000;
+    for (const member of members) {
+      for (;;) {
+        try {
+          await agentStats(member.socket, 1000);
+          break;
+        } catch {
+          if (Date.now() > deadline || child.exitCode !== null) throw new Error(`agent of ${member.name} did not start`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+    }
+    return child;
+  }
   return {
     kind,
     dir,
@@ -100,36 +141,29 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
       const blocks = options.nodeBlockSize === undefined ? {} : { node_block_size: options.nodeBlockSize };
       return { ...store, ...blocks, configuration_path: dir, agent_socket: node.socket, agent_required: true };
     },
-    async startAgent(node) {
-      const args = ["--socket", node.socket, "--node-name", node.name, "--log-level", process.env.SIM_AGENT_LOG ?? "warn", "--warm", kind];
-      const child = spawn(AGENT, args, {
-        stdio: ["ignore", process.env.SIM_AGENT_LOG ? "inherit" : "ignore", "inherit"],
-        // SIM_AGENT_NODE_OPTIONS: Node options for the agents only (e.g. --require a profiling preload)
-        env: {
-          PATH: process.env.PATH ?? "",
-          ...(process.env.SIM_AGENT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SIM_AGENT_NODE_OPTIONS } : {}),
-        },
-      });
-      node.agent = child;
-      const deadline = Date.now() + 20_000;
-      for (;;) {
-        try {
-          await agentStats(node.socket, 1000);
-          return;
-        } catch {
-          if (Date.now() > deadline || child.exitCode !== null) throw new Error(`agent of ${node.name} did not start`);
-          await new Promise((r) => setTimeout(r, 50));
-        }
+    startAgent(node) {
+      const group = groupOf(node);
+      let host = hosts.get(group);
+      if (host === undefined) {
+        host = startHost(group);
+        hosts.set(group, host);
+        host.catch(() => hosts.delete(group));
       }
+      return host.then(() => undefined);
     },
     killAgent(node) {
-      retired += lastCount.get(node.name) ?? 0;
-      lastCount.delete(node.name);
-      if (node.agent?.pid !== undefined) retiredCpu += processCpu(node.agent.pid)?.own ?? 0;
-      node.agent?.kill("SIGKILL");
-      node.agent = undefined;
+      const members = membersOf(groupOf(node));
+      for (const member of members) {
+        retired += lastCount.get(member.name) ?? 0;
+        lastCount.delete(member.name);
+      }
+      const child = node.agent;
+      if (child?.pid !== undefined) retiredCpu += processCpu(child.pid)?.own ?? 0;
+      child?.kill("SIGKILL");
+      for (const member of members) member.agent = undefined;
+      hosts.delete(groupOf(node));
     },
-    agentPids: () => nodes.flatMap((node) => (node.agent?.pid === undefined ? [] : [node.agent.pid])),
+    agentPids: () => [...new Set(nodes.flatMap((node) => (node.agent?.pid === undefined ? [] : [node.agent.pid])))],
     retiredAgentCpu: () => retiredCpu,
     storePid: () => etcd?.pid,
     helperPids: () => spawner.helperPids(),
@@ -145,7 +179,7 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
       return total;
     },
     async close() {
-      for (const node of nodes) node.agent?.kill("SIGTERM");
+      for (const child of new Set(nodes.map((node) => node.agent))) child?.kill("SIGTERM");
       await new Promise((r) => setTimeout(r, 300));
       await etcd?.stop();
       await server.close();

@@ -24,6 +24,8 @@ const { values } = parseArgs({
     spawner: { type: "string", default: "native" },
     /** Per-node blocks of this many addresses (node_block_size) on the shared stores (etcd, kubernetes). */
     "node-block-size": { type: "string" },
+    /** Nodes whose agents one process hosts (hollow nodes; default 1: one agent process per node, as deployed). */
+    "agents-per-process": { type: "string", default: "1" },
     out: { type: "string" },
     /** Also measure ADD latency against concurrency and draw it (SVG). */
     svg: { type: "string" },
@@ -36,6 +38,11 @@ const networksList = (values.networks ?? "1").split(",").map(Number);
 const pods = Number(values.pods);
 const nodes = Number(values.nodes);
 const concurrency = Number(values.concurrency);
+const agentsPerProcess = Number(values["agents-per-process"]);
+if (!Number.isInteger(agentsPerProcess) || agentsPerProcess < 1) {
+  process.stderr.write(`sim: --agents-per-process is a positive integer, not ${values["agents-per-process"]}\n`);
+  process.exit(2);
+}
 if (values.spawner !== "native" && values.spawner !== "node") {
   process.stderr.write(`sim: --spawner is native or node, not ${values.spawner}\n`);
   process.exit(2);
@@ -82,7 +89,13 @@ for (const kind of stores) {
   for (const networks of networksList) {
     const nodeCount = kind === "file" ? 1 : nodes;
     const blockSize = kind === "file" || values["node-block-size"] === undefined ? undefined : Number(values["node-block-size"]);
-    const cluster = await startCluster(kind, nodeCount, { spawner, ...(blockSize === undefined ? {} : { nodeBlockSize: blockSize }) });
+    const cluster = await startCluster(kind, nodeCount, {
+      spawner,
+      agentsPerProcess,
+      ...(blockSize === undefined ? {} : { nodeBlockSize: blockSize }),
+    });
+    // how many agent processes the nodes ran in: one per node unless hosted several per process
+    const nodesCell = agentsPerProcess === 1 ? `${nodeCount}` : `${nodeCount} (${agentsPerProcess} per agent process)`;
     const store = openSimStore(cluster);
     try {
       await limited(
@@ -98,7 +111,7 @@ for (const kind of stores) {
           r.leakedBeforeReconcile === undefined ? `${r.audit.leaked}` : `${r.audit.leaked} (${r.leakedBeforeReconcile} before)`;
         const parts = Object.entries(r.parts ?? {}).map(([part, s]) => `${part} ${s.toFixed(1)} s`);
         const phaseName = parts.length === 0 ? r.phase : `${r.phase} (${parts.join(", ")})`;
-        const line = `| ${kind} | ${nodeCount} | ${blockSize ?? "-"} | ${networks} | ${phaseName} | ${r.seconds.toFixed(1)} | ${r.adds} | ${r.addP50.toFixed(0)} | ${r.addP99.toFixed(0)} | ${r.failed} | ${r.conflicts} | ${r.audit.heldTwice} | ${r.audit.lost} | ${leaked} | ${r.reconciled ?? "-"} | ${cpuCell(r.cpu)} |`;
+        const line = `| ${kind} | ${nodesCell} | ${blockSize ?? "-"} | ${networks} | ${phaseName} | ${r.seconds.toFixed(1)} | ${r.adds} | ${r.addP50.toFixed(0)} | ${r.addP99.toFixed(0)} | ${r.failed} | ${r.conflicts} | ${r.audit.heldTwice} | ${r.audit.lost} | ${leaked} | ${r.reconciled ?? "-"} | ${cpuCell(r.cpu)} |`;
         lines.push(line);
         process.stderr.write(`${line}\n`);
         if (r.audit.heldTwice + r.audit.lost + r.audit.leaked + r.failed > 0) bad++;
@@ -120,7 +133,7 @@ if (values.svg !== undefined) {
   };
   const sweepLines = ["| store | concurrency | ADD p50 ms | ADD p99 ms |", "|---|---:|---:|---:|"];
   for (const kind of stores) {
-    const cluster = await startCluster(kind, kind === "file" ? 1 : Math.min(nodes, 10), { spawner });
+    const cluster = await startCluster(kind, kind === "file" ? 1 : Math.min(nodes, 10), { spawner, agentsPerProcess });
     try {
       await limited(
         8,

@@ -1,3 +1,4 @@
+import { agentStats } from "@ipamkit/agent";
 import { afterAll, expect, it } from "vitest";
 import { openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { limited } from "./cni.js";
@@ -7,22 +8,27 @@ import { startNativeSpawner } from "./spawner.js";
 // The bounded form of `pnpm sim` that CI runs: every phase on every store, 2 networks per pod,
 // through the built binary and real agents; the independent audit must find nothing wrong.
 // The Kubernetes store also runs with per-node blocks (of 8 addresses: each node claims several;
-// etcd and the file store pass the same blocks in the conformance suite).
-const cases: { kind: StoreKind; blocks?: number }[] = [
+// etcd and the file store pass the same blocks in the conformance suite). etcd with blocks also runs
+// hollow nodes: the 4 nodes' agents in 2 processes (--agents-per-process 2), each its node's own.
+const cases: { kind: StoreKind; blocks?: number; perProcess?: number }[] = [
   { kind: "etcd" },
   { kind: "kubernetes" },
   { kind: "file" },
   { kind: "kubernetes", blocks: 8 },
+  { kind: "etcd", blocks: 8, perProcess: 2 },
 ];
 // CNI processes started as `pnpm sim` starts them: by the native spawner (src/launcher.c)
 const spawner = startNativeSpawner();
 afterAll(() => spawner.close());
-for (const { kind, blocks } of cases) {
-  const label = blocks === undefined ? kind : `${kind} with per-node blocks of ${blocks}`;
+for (const { kind, blocks, perProcess } of cases) {
+  const label =
+    (blocks === undefined ? kind : `${kind} with per-node blocks of ${blocks}`) +
+    (perProcess === undefined ? "" : `, ${perProcess} nodes' agents per process`);
   it(`${label}: create, re-create, power-cycle + reconcile, delete — nothing held twice, lost or leaked`, async () => {
     const cluster = await startCluster(kind, kind === "file" ? 1 : 4, {
       spawner,
       ...(blocks === undefined ? {} : { nodeBlockSize: blocks }),
+      ...(perProcess === undefined ? {} : { agentsPerProcess: perProcess }),
     });
     const store = openSimStore(cluster);
     try {
@@ -30,6 +36,7 @@ for (const { kind, blocks } of cases) {
         4,
         cluster.nodes.map((node) => () => cluster.startAgent(node)),
       );
+      expect(cluster.agentPids().length).toBe(cluster.nodes.length / (perProcess ?? 1));
       const results = await runScenario(cluster, { pods: 24, networks: 2, concurrency: 8, store });
       expect(results.map((r) => r.phase)).toEqual([
         "create all",
@@ -60,6 +67,8 @@ for (const { kind, blocks } of cases) {
         expect(r.cpu.store > 0, r.phase).toBe(kind === "etcd");
       }
       expect(cycle?.cpu.agents).toBeGreaterThan(results[3]?.cpu.agents ?? Infinity);
+      // each node's calls went to its own agent, hosted with others or not
+      for (const node of cluster.nodes) expect((await agentStats(node.socket)).requests, node.name).toBeGreaterThan(0);
     } finally {
       await store.close();
       await cluster.close();
