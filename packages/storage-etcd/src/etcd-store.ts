@@ -77,6 +77,9 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
       defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + requestTimeoutMs }),
       // core's withConflictRetry is the only retry loop: no hidden retries or circuit breakers here.
       faultHandling: { host: () => noop, global: noop },
+      // each store its own connection: grpc-js otherwise shares one per target across the process
+      // (an agent hosting several nodes, a library user with two stores), coupling their fates
+      grpcOptions: { "grpc.use_local_subchannel_pool": 1 },
       ...(credentials === undefined ? {} : { credentials }),
       ...(options.username === undefined ? {} : { auth: { username: options.username, password: options.password ?? "" } }),
     });
