@@ -107,7 +107,8 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
           await agentStats(member.socket, 1000);
           break;
         } catch {
-          if (Date.now() > deadline || child.exitCode !== null) throw new Error(`agent of ${member.name} did not start`);
+          const exited = child.exitCode !== null || child.signalCode !== null;
+          if (Date.now() > deadline || exited) throw new Error(`agent of ${member.name} did not start`);
           await new Promise((r) => setTimeout(r, 50));
         }
       }
@@ -147,7 +148,9 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
       if (host === undefined) {
         host = startHost(group);
         hosts.set(group, host);
-        host.catch(() => hosts.delete(group));
+        const started = host;
+        // a failed start is forgotten (unless a kill and a new start replaced it meanwhile)
+        host.catch(() => hosts.get(group) === started && hosts.delete(group));
       }
       return host.then(() => undefined);
     },
