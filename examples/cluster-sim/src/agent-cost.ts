@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { type SimNode, type StoreKind, startCluster } from "./cluster.js";
+import { nodesLabel, type SimNode, type StoreKind, startCluster } from "./cluster.js";
 import { limited, runCni } from "./cni.js";
 import { cpuSince } from "./cpu.js";
 import { networkConf } from "./scenario.js";
@@ -68,7 +68,7 @@ try {
       const seconds = (performance.now() - started) / 1000;
       const perCall = (cpu().agents * 1000) / (pods * networks);
       console.log(
-        `| ${kind} | ${agentsPerProcess === 1 ? nodeCount : `${nodeCount} (${agentsPerProcess} per agent process)`} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall.toFixed(1)} |`,
+        `| ${kind} | ${nodesLabel(nodeCount, agentsPerProcess)} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall.toFixed(1)} |`,
       );
     }
   }

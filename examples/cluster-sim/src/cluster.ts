@@ -62,6 +62,11 @@ export interface ClusterOptions {
   agentsPerProcess?: number;
 }
 
+/** How the result tables name the nodes: their count, and how many agents a process hosted when more than one. */
+export function nodesLabel(nodeCount: number, agentsPerProcess = 1): string {
+  return agentsPerProcess === 1 ? `${nodeCount}` : `${nodeCount} (${agentsPerProcess} per agent process)`;
+}
+
 export async function startCluster(kind: StoreKind, nodeCount: number, options: ClusterOptions = {}): Promise<Cluster> {
   const dir = mkdtempSync(join("/dev/shm", `ipamkit-sim-${kind}-`));
   let server = await startKubeTestServer({ port: 0, historyEvents: 100_000 });

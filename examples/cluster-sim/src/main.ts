@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { etcdBinary } from "@ipamkit/etcd-launcher";
-import { openSimStore, type StoreKind, startCluster } from "./cluster.js";
+import { nodesLabel, openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { limited, NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
 import type { CpuParts } from "./cpu.js";
 import { type PhaseResult, runScenario } from "./scenario.js";
@@ -94,8 +94,7 @@ for (const kind of stores) {
       agentsPerProcess,
       ...(blockSize === undefined ? {} : { nodeBlockSize: blockSize }),
     });
-    // how many agent processes the nodes ran in: one per node unless hosted several per process
-    const nodesCell = agentsPerProcess === 1 ? `${nodeCount}` : `${nodeCount} (${agentsPerProcess} per agent process)`;
+    const nodesCell = nodesLabel(nodeCount, agentsPerProcess);
     const store = openSimStore(cluster);
     try {
       await limited(

@@ -29,7 +29,8 @@ function hostedAgents(sockets: string[], names: string[]): Hosted[] | string {
   if (relative !== undefined) return `--socket must be an absolute path: ${JSON.stringify(relative)}`;
   const badName = names.find((name) => !NODE_NAME.test(name));
   if (badName !== undefined) return `--node-name: not a node name: ${JSON.stringify(badName)}`;
-  if (sockets.length === 1 && names.length <= 1) return [{ socket: sockets[0] as string, nodeName: names[0] }];
+  // one socket and no name: the node is the host (the DaemonSet passes the node's name)
+  if (sockets.length === 1 && names.length === 0) return [{ socket: sockets[0] as string, nodeName: undefined }];
   if (names.length !== sockets.length)
     return `${sockets.length} sockets and ${names.length} node names: several sockets need one --node-name each`;
   if (new Set(sockets).size !== sockets.length) return "a --socket is given twice";
