@@ -35,8 +35,8 @@ function ensurePnpm() {
  * Debian packages the tests use for real: etcd (etcd-server, etcd-client), openssl for throw-away
  * TLS certificates, the CNI reference plugins (bridge, macvlan, host-local in /usr/lib/cni) and
  * iproute2 for the end-to-end tests in network namespaces, gcc and the static C library for the
- * native CNI forwarder (examples/cni-plugin/src/forwarder.c) and the simulation's process launcher
- * (examples/cluster-sim/src/launcher.c).
+ * native CNI forwarder (examples/cni-plugin/src/forwarder.c, linked with musl from musl-tools) and
+ * the simulation's process launcher (examples/cluster-sim/src/launcher.c).
  */
 function ensureDebianPackages() {
   const missing = [
@@ -47,6 +47,7 @@ function ensureDebianPackages() {
     ["command -v ip", "iproute2"],
     ["command -v cc", "gcc"],
     ['cc -print-file-name=libc.a | grep -q / && test -f "$(cc -print-file-name=libc.a)"', "libc6-dev"],
+    ["command -v musl-gcc", "musl-tools"],
   ].filter(([check]) => spawnSync("sh", ["-c", check]).status !== 0);
   if (missing.length === 0) return;
   const packages = missing.map(([, pkg]) => pkg);
