@@ -11,11 +11,16 @@ export interface CniCall {
   ifName: string;
   pod: { namespace: string; name: string; uid: string };
   conf: string;
+  /** The binary to run (default: the built dist/ipamkit). */
+  plugin?: string;
 }
 
 export interface CniOutcome {
   ms: number;
   code: number;
+  /** The process's own CPU seconds and minor page faults, when the spawner knows them. */
+  cpu?: number;
+  faults?: number;
   /** The address of an ADD (without prefix). */
   ip?: string;
   error?: string;
@@ -24,8 +29,8 @@ export interface CniOutcome {
 /** One CNI call: one process, as a runtime (via Multus) makes it, started by `spawner`. */
 export async function runCni(call: CniCall, spawner: Spawner = nodeSpawner): Promise<CniOutcome> {
   const started = performance.now();
-  const { code, stdout } = await spawner.run({
-    path: PLUGIN,
+  const { code, stdout, cpu, faults } = await spawner.run({
+    path: call.plugin ?? PLUGIN,
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       CNI_COMMAND: call.command,
@@ -38,10 +43,11 @@ export async function runCni(call: CniCall, spawner: Spawner = nodeSpawner): Pro
     stdin: call.conf,
   });
   const ms = performance.now() - started;
-  if (code !== 0) return { ms, code, error: stdout.trim() };
-  if (call.command === "DEL") return { ms, code: 0 };
+  const cost = { ...(cpu === undefined ? {} : { cpu }), ...(faults === undefined ? {} : { faults }) };
+  if (code !== 0) return { ms, code, ...cost, error: stdout.trim() };
+  if (call.command === "DEL") return { ms, code: 0, ...cost };
   const ip = (JSON.parse(stdout) as { ips?: { address: string }[] }).ips?.[0]?.address.split("/")[0];
-  return { ms, code: 0, ...(ip === undefined ? {} : { ip }) };
+  return { ms, code: 0, ...cost, ...(ip === undefined ? {} : { ip }) };
 }
 
 /** Runs `tasks` with at most `limit` at once. */

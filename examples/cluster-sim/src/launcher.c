@@ -7,8 +7,8 @@
  *   request  (stdin):  id, then strings as length + bytes: the path, the argument count and each
  *                      argument (after argv[0], which is the path), the env count and each
  *                      KEY=VALUE, the child's stdin
- *   response (stdout): id, status (exit code, or 128 + signal), user µs, system µs (the child's own,
- *                      from wait4), the child's stdout as length + bytes
+ *   response (stdout): id, status (exit code, or 128 + signal), user µs, system µs, minor page
+ *                      faults (the child's own, from wait4), the child's stdout as length + bytes
  * The path is looked up in the launcher's own PATH. The child's stderr goes to /dev/null. A request
  * this launcher cannot spawn answers status 127.
  * It exits when its stdin closes and every child has been answered.
@@ -72,8 +72,8 @@ static void append(char **buf, size_t *len, size_t *cap, const char *data, size_
 }
 
 static void respond(uint32_t id, uint32_t status, const struct rusage *ru, const char *out, uint32_t outlen) {
-  uint32_t head[5] = {id, status, (uint32_t)(ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec),
-                      (uint32_t)(ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec), outlen};
+  uint32_t head[6] = {id, status, (uint32_t)(ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec),
+                      (uint32_t)(ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec), (uint32_t)ru->ru_minflt, outlen};
   /* the simulation gone: nobody to answer */
   if (!write_all(1, head, sizeof head) || (outlen > 0 && !write_all(1, out, outlen))) exit(0);
 }

@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { limited } from "./cni.js";
 import { MAX_STDIN, nodeSpawner, type Spawner, startNativeSpawner } from "./spawner.js";
@@ -42,11 +43,21 @@ describe("the native spawner", () => {
     expect((await native.run({ path: "cat", env: { PATH }, stdin: "still serving" })).stdout).toBe("still serving");
   });
 
-  it("reports the process's own CPU, and is one helper process whose reaped children are the processes it ran", async () => {
+  it("reports the process's own CPU and page faults, and is one helper process whose reaped children are the processes it ran", async () => {
     const spin = "const t = process.cpuUsage(); while (process.cpuUsage(t).user < 300000);";
     const result = await native.run({ path: process.execPath, args: ["-e", spin], env: { PATH }, stdin: "" });
     expect(result.code).toBe(0);
     expect(result.cpu).toBeGreaterThanOrEqual(0.3);
+    // 128 MiB touched once: a fault per page that a process touching nothing does not have (a page
+    // is 4 KiB, or 2 MiB where transparent huge pages are always on; Node's own faults vary by ~2)
+    const touch = "const b = Buffer.alloc(128 * 1024 * 1024); for (let i = 0; i < b.length; i += 4096) b[i] = 1;";
+    const [small, large] = await Promise.all(
+      [";", touch].map((code) => native.run({ path: process.execPath, args: ["-e", code], env: { PATH }, stdin: "" })),
+    );
+    const thp = "/sys/kernel/mm/transparent_hugepage/enabled";
+    const hugePages = existsSync(thp) && readFileSync(thp, "utf8").includes("[always]");
+    const pages = (128 * 1024 * 1024) / (hugePages ? 2 * 1024 * 1024 : 4096);
+    expect((large?.faults ?? 0) - (small?.faults ?? 0)).toBeGreaterThanOrEqual(pages * 0.9);
     expect(native.helperPids()).toHaveLength(1);
   });
 

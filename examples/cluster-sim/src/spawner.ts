@@ -18,6 +18,8 @@ export interface SpawnResult {
   stdout: string;
   /** Its own CPU seconds (user + system), when the spawner knows them. */
   cpu?: number;
+  /** Its own minor page faults (each page it touched first), when the spawner knows them. */
+  faults?: number;
 }
 
 /** How the simulation starts its CNI processes, as a node's container runtime does. */
@@ -96,7 +98,7 @@ function frame(id: number, request: SpawnRequest): Buffer {
   return Buffer.concat(parts);
 }
 
-const HEAD = 20;
+const HEAD = 24;
 /** The launcher writes a child's stdin in one go, before reading its stdout: it must fit a pipe's buffer. */
 export const MAX_STDIN = 65536;
 
@@ -113,11 +115,12 @@ export function startNativeSpawner(): Spawner {
   launcher.stdout?.on("data", (chunk: Buffer) => {
     buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
     while (buffered.length >= HEAD) {
-      const outLength = buffered.readUInt32LE(16);
+      const outLength = buffered.readUInt32LE(20);
       if (buffered.length < HEAD + outLength) break;
       const id = buffered.readUInt32LE(0);
       const cpu = (buffered.readUInt32LE(8) + buffered.readUInt32LE(12)) / 1e6;
-      const result = { code: buffered.readUInt32LE(4), stdout: buffered.toString("utf8", HEAD, HEAD + outLength), cpu };
+      const faults = buffered.readUInt32LE(16);
+      const result = { code: buffered.readUInt32LE(4), stdout: buffered.toString("utf8", HEAD, HEAD + outLength), cpu, faults };
       buffered = buffered.subarray(HEAD + outLength);
       pending.get(id)?.(result);
       pending.delete(id);
