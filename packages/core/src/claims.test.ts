@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { claimAddress } from "./claims.js";
+import { delegatingStore } from "./delegating-store.js";
 import { IpamError, StoreUnavailableError } from "./errors.js";
 import { formatIp, ipAt, parseCidr } from "./ip.js";
 import { createIpam } from "./ipam.js";
@@ -208,5 +209,32 @@ describe("a pool write whose outcome is unknown", () => {
       expect(again && beside && formatIp(beside.address)).not.toBe(again && formatIp(again.address));
       expect(await shared.listClaims("")).toHaveLength(2);
     }
+  });
+});
+
+describe("a release of several reservations of one pool", () => {
+  it("reads their claims together where the store offers readClaims, and deletes only its own", async () => {
+    const memory = createMemoryStore();
+    const batches: number[] = [];
+    const store: IpamStore = delegatingStore(memory, {
+      readClaims: (refs) => {
+        batches.push(refs.length);
+        return Promise.all(refs.map((r) => memory.readClaim(r)));
+      },
+    });
+    const ipam = createIpam({ store });
+    const range = parseRange({ range: "10.9.0.0/28" });
+    const ref = { network: "", cidr: range.cidr.text };
+    for (const id of ["a", "b", "c"]) await ipam.allocate({ ranges: [range], key: attachmentKey({ containerId: id, ifName: "eth0" }) });
+    const observed = (await store.readPool(ref))?.pool.reservations() ?? [];
+    // the claim of c's address now names another pool (left by a writer that crashed): not c's to delete
+    const cAddress = formatIp(ipAt(range.cidr, observed[2]?.offset ?? 0n));
+    const cClaim = await memory.readClaim({ network: "", address: cAddress });
+    const foreign = { pool: { network: "", cidr: "10.9.0.0/24" }, key: attachmentKey({ containerId: "other", ifName: "eth0" }) };
+    await memory.writeClaim({ network: "", address: cAddress }, foreign, cClaim?.version);
+    expect(await ipam.releaseAllIf(ref, observed)).toEqual(["released", "released", "released"]);
+    expect(batches).toEqual([3]);
+    expect((await memory.listClaims("")).map((c) => c.address)).toEqual([cAddress]);
+    expect((await memory.readClaim({ network: "", address: cAddress }))?.claim).toEqual(foreign);
   });
 });

@@ -8,6 +8,7 @@ import {
   type IpamStore,
   type PoolRef,
   poolId,
+  type StoredClaim,
   type StoredPool,
   type StoreWrite,
   samePoolRef,
@@ -73,15 +74,32 @@ export async function claimAddress(store: IpamStore, ref: ClaimRef, claim: Claim
   return { kind: "claimed", version: await store.writeClaim(ref, claim, found.version), created: false };
 }
 
+/** Several claims: in one request where the store offers `readClaims`, otherwise one `readClaim` each (at once). */
+export async function readClaimsOf(store: IpamStore, refs: readonly ClaimRef[]): Promise<(StoredClaim | undefined)[]> {
+  if (refs.length > 1 && store.readClaims !== undefined) return store.readClaims(refs);
+  return Promise.all(refs.map((ref) => store.readClaim(ref)));
+}
+
 /**
- * The claim's version when it names exactly this pool and key; read by a release *before* it
- * writes the pool, so that the later delete fails if anybody (even an ADD of the same key)
- * claimed the address again in between.
+ * Each claim's version when it names exactly this pool and its key (undefined otherwise), the
+ * claims read together (`readClaimsOf`); read by a release *before* it writes the pool, so that
+ * the later delete fails if anybody (even an ADD of the same key) claimed the address again in
+ * between.
  */
-export async function ownClaimVersion(store: IpamStore, ref: ClaimRef, pool: PoolRef, key: AttachmentKey): Promise<Version | undefined> {
-  const existing = await store.readClaim(ref);
-  if (existing === undefined || !samePoolRef(existing.claim.pool, pool) || !sameKey(existing.claim.key, key)) return undefined;
-  return existing.version;
+export async function ownClaimVersions(
+  store: IpamStore,
+  claims: readonly { ref: ClaimRef; key: AttachmentKey }[],
+  pool: PoolRef,
+): Promise<(Version | undefined)[]> {
+  const read = await readClaimsOf(
+    store,
+    claims.map((c) => c.ref),
+  );
+  return claims.map((c, i) => {
+    const existing = read[i];
+    if (existing === undefined || !samePoolRef(existing.claim.pool, pool) || !sameKey(existing.claim.key, c.key)) return undefined;
+    return existing.version;
+  });
 }
 
 /** Deletes the claim only if unchanged since `version` was read; a changed claim belongs to somebody else now. */

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { readClaimsOf } from "./claims.js";
 import { delegatingStore } from "./delegating-store.js";
+import { attachmentKey } from "./key.js";
 import { createMemoryStore } from "./memory-store.js";
 import { withPoolRecall } from "./pool-recall.js";
 
@@ -16,5 +18,27 @@ describe("delegatingStore", () => {
     expect(wrapped.recallPool?.(ref)).toBeUndefined();
     expect(await wrapped.listPools()).toEqual([]);
     expect(wrapped.name).toBe(inner.name);
+  });
+
+  it("offers readClaims when the wrapped store does, but not around an override of readClaim", async () => {
+    const ref = { network: "n", address: "10.0.0.1" };
+    const claim = { pool: { network: "n", cidr: "10.0.0.0/28" }, key: attachmentKey({ containerId: "c1", ifName: "eth0" }) };
+    const memory = createMemoryStore();
+    await memory.writeClaim(ref, claim, undefined);
+    const batched = delegatingStore(memory, { readClaims: (refs) => Promise.all(refs.map((r) => memory.readClaim(r))) });
+    expect((await delegatingStore(batched).readClaims?.([ref, { ...ref, address: "10.0.0.2" }]))?.map((c) => c?.claim)).toEqual([
+      claim,
+      undefined,
+    ]);
+    const reads: string[] = [];
+    const overridden = delegatingStore(batched, {
+      readClaim: (r) => {
+        reads.push(r.address);
+        return batched.readClaim(r);
+      },
+    });
+    expect(overridden.readClaims).toBeUndefined();
+    await readClaimsOf(overridden, [ref, { ...ref, address: "10.0.0.2" }]);
+    expect(reads.sort()).toEqual(["10.0.0.1", "10.0.0.2"]);
   });
 });

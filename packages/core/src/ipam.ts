@@ -1,5 +1,5 @@
 import { type AllocationPolicy, allocate, type ConditionalReleaseOutcome, release, releaseIf } from "./allocator.js";
-import { claimAddress, claimRefFor, dropClaim, ownClaimVersion, planClaim } from "./claims.js";
+import { claimAddress, claimRefFor, dropClaim, ownClaimVersions, planClaim } from "./claims.js";
 import { AddressUnavailableError, InvalidRequestError, StoreConflictError } from "./errors.js";
 import { cidrContains, formatIp, type Ip, ipAt, parseCidr, parseIp } from "./ip.js";
 import type { AttachmentKey } from "./key.js";
@@ -218,12 +218,12 @@ export function createIpam(options: IpamOptions): Ipam {
       if (stored === undefined) return decide(Pool.empty(parseCidr(ref.cidr)));
       const decision = decide(stored.pool);
       if (decision.released.length === 0) return decision;
-      const claims: { ref: ClaimRef; version: Version }[] = [];
-      for (const released of protect ? decision.released : []) {
-        const claimRef = claimRefFor(ref, released.offset);
-        const version = await ownClaimVersion(store, claimRef, ref, released.key);
-        if (version !== undefined) claims.push({ ref: claimRef, version });
-      }
+      const releasedClaims = (protect ? decision.released : []).map((r) => ({ ref: claimRefFor(ref, r.offset), key: r.key }));
+      const versions = await ownClaimVersions(store, releasedClaims, ref);
+      const claims = releasedClaims.flatMap((c, i) => {
+        const version = versions[i];
+        return version === undefined ? [] : [{ ref: c.ref, version }];
+      });
       const deleteClaims: StoreWrite[] = claims.map((c) => ({ kind: "delete-claim", ref: c.ref, expected: c.version }));
       if (entryWrites) {
         const unreserve: StoreWrite[] = decision.released.map((reservation) => ({ kind: "unreserve", ref, reservation }));

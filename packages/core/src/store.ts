@@ -107,6 +107,12 @@ export interface IpamStore {
   listPools(): Promise<PoolRef[]>;
   /** Reads a claim and its version; undefined when it does not exist. */
   readClaim(ref: ClaimRef, options?: ClaimReadOptions): Promise<StoredClaim | undefined>;
+  /**
+   * Optional: reads several claims in one request (etcd: one transaction), each answer what
+   * `readClaim` would give, in the order asked. Core reads through `readClaimsOf`, which falls back
+   * to `readClaim` for each.
+   */
+  readClaims?(refs: readonly ClaimRef[]): Promise<(StoredClaim | undefined)[]>;
   /** Compare-and-swap like writePool; `expected` undefined means create-if-absent. */
   writeClaim(ref: ClaimRef, claim: Claim, expected: Version | undefined): Promise<Version>;
   /** Deletes the claim only if its version is still `expected`; otherwise StoreConflictError. */

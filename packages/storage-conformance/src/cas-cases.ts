@@ -1,4 +1,4 @@
-import { attachmentKey, Pool, PoolCorruptError, parseCidr, StoreConflictError } from "@ipamkit/core";
+import { attachmentKey, Pool, PoolCorruptError, parseCidr, readClaimsOf, StoreConflictError } from "@ipamkit/core";
 import { expect, it } from "vitest";
 import { key, type SuiteContext } from "./context.js";
 
@@ -113,6 +113,23 @@ export function registerCasCases(ctx: SuiteContext): void {
     // re-created after delete
     await s.writeClaim(c("10.1.0.9"), claim, undefined);
     expect((await s.listClaims("n1")).map((r) => r.address)).toEqual(["10.1.0.1", "10.1.0.10", "10.1.0.9"]);
+  });
+
+  it("reads several claims at once as one by one: in the order asked, absent ones undefined, more than a transaction holds", async () => {
+    const s = ctx.store();
+    const c = (n: number) => ({ network: "n2", address: `10.1.${Math.floor(n / 250)}.${(n % 250) + 1}` });
+    const refs = Array.from({ length: 300 }, (_, n) => c(n));
+    // every third one written, each its own key; the rest absent
+    for (const [n, r] of refs.entries())
+      if (n % 3 === 0) await s.writeClaim(r, { pool: ref, key: key(`k${n}`), podRef: `ns/p${n}` }, undefined);
+    const asked = [...refs].reverse();
+    const together = await readClaimsOf(s, asked);
+    const oneByOne = await Promise.all(asked.map((r) => s.readClaim(r)));
+    expect(together).toEqual(oneByOne);
+    expect(together.filter((x) => x !== undefined)).toHaveLength(100);
+    expect(together[0]).toBeUndefined();
+    expect(together[2]?.claim.key).toEqual(key("k297"));
+    expect(await readClaimsOf(s, [])).toEqual([]);
   });
 
   it("reports corruption with a typed error and never resets the pool", async () => {

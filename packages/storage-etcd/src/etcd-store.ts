@@ -35,6 +35,21 @@ export const DEFAULT_PREFIX = "/ipamkit/";
 
 type Compare = { key: string; column: "Create" | "Mod" | "Value"; value: string | number };
 
+/** Range reads per `readClaims` transaction: below etcd's default `--max-txn-ops` (128). */
+const READS_PER_TXN = 100;
+
+/** A claim key's value as a stored claim; undefined when the key is absent. */
+function storedClaim(key: string, kv: IKeyValue | undefined): StoredClaim | undefined {
+  if (kv === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(kv.value.toString("utf8"));
+  } catch {
+    throw new StoreCorruptError(key, "not valid JSON", { component: STORE_NAME });
+  }
+  return { claim: claimFromRecord(value, key, STORE_NAME), version: kv.mod_revision };
+}
+
 interface CachedPool {
   pool: Pool;
   version: Version;
@@ -382,15 +397,18 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     async readClaim(ref: ClaimRef): Promise<StoredClaim | undefined> {
       const key = keys.claim(ref);
       const response = await call(`read claim ${claimId(ref)}`, () => client.get(key).exec());
-      const kv = response.kvs[0];
-      if (kv === undefined) return undefined;
-      let value: unknown;
-      try {
-        value = JSON.parse(kv.value.toString("utf8"));
-      } catch {
-        throw new StoreCorruptError(key, "not valid JSON", { component: STORE_NAME });
+      return storedClaim(key, response.kvs[0]);
+    },
+    /** Up to READS_PER_TXN claims per request: one transaction of range reads, no compares. */
+    async readClaims(refs: readonly ClaimRef[]): Promise<(StoredClaim | undefined)[]> {
+      const out: (StoredClaim | undefined)[] = [];
+      for (let i = 0; i < refs.length; i += READS_PER_TXN) {
+        const names = refs.slice(i, i + READS_PER_TXN).map((r) => keys.claim(r));
+        const success = names.map((name) => ({ request_range: { key: Buffer.from(name) } }));
+        const result = await call(`read ${names.length} claims`, () => client.kv.txn({ success }));
+        out.push(...names.map((name, n) => storedClaim(name, result.responses[n]?.response_range.kvs[0])));
       }
-      return { claim: claimFromRecord(value, key, STORE_NAME), version: kv.mod_revision };
+      return out;
     },
     async writeClaim(ref: ClaimRef, claim: Claim, expected: Version | undefined): Promise<Version> {
       const [version] = await transact([{ kind: "claim", ref, claim, expected }], `write claim ${claimId(ref)}`);
