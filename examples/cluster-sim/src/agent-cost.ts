@@ -8,7 +8,7 @@ import { startSpawner } from "./spawner.js";
 /**
  * pnpm agent-cost — what the node-local agents spend per call: N nodes (one real agent each), P
  * pods × K networks, ADD all / DEL all, twice; the agents' CPU (from /proc) per call and the wall
- * time per phase. No pod objects, no reconciler, no audit: `pnpm sim` is the scenario; this is the
+ * time per phase (and the CNI processes' own CPU per call). No pod objects, no reconciler, no audit: `pnpm sim` is the scenario; this is the
  * quick way to compare two builds of the agent (build, run, build the other, run, alternate).
  */
 const { values } = parseArgs({
@@ -49,7 +49,7 @@ try {
     cluster.nodes.map((node) => () => cluster.startAgent(node)),
   );
   const conf = (pod: number, k: number) => networkConf(cluster, cluster.nodes[pod % cluster.nodes.length] as SimNode, k);
-  console.log(`| store | nodes | pods × networks | phase | s | agents' CPU ms per call |\n|---|---:|---|---|---:|---:|`);
+  console.log(`| store | nodes | pods × networks | phase | s | agents' CPU ms per call | CNI processes' CPU ms per call |\n|---|---:|---|---|---:|---:|---:|`);
   for (let round = 0; round < rounds; round++) {
     for (const command of ["ADD", "DEL"] as const) {
       const cpu = cpuSince(cluster);
@@ -66,9 +66,10 @@ try {
         }),
       );
       const seconds = (performance.now() - started) / 1000;
-      const perCall = (cpu().agents * 1000) / (pods * networks);
+      const spent = cpu();
+      const perCall = (part: number) => ((part * 1000) / (pods * networks)).toFixed(1);
       console.log(
-        `| ${kind} | ${nodesLabel(nodeCount, agentsPerProcess)} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall.toFixed(1)} |`,
+        `| ${kind} | ${nodesLabel(nodeCount, agentsPerProcess)} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall(spent.agents)} | ${perCall(spent.cni)} |`,
       );
     }
   }
