@@ -2,6 +2,7 @@ import {
   type ConditionalReleaseOutcome,
   createIpam,
   InvalidRequestError,
+  type Ipam,
   type IpamStore,
   judgeReservation,
   type KeepReason,
@@ -34,7 +35,12 @@ export interface ReconcileOptions {
   logger?: Logger;
   now?: () => Date;
   retry?: RetryOptions;
+  /** Pools released, and pods re-read, at most this many at once (default {@link DEFAULT_CONCURRENCY}). */
+  concurrency?: number;
 }
+
+/** Requests a pass keeps in flight: each pool's releases and each pod's re-read are independent. */
+export const DEFAULT_CONCURRENCY = 8;
 
 export type SkipReason = "pod-revalidated" | Exclude<ConditionalReleaseOutcome, "released">;
 
@@ -61,6 +67,8 @@ const silent = pino({ level: "silent" });
 export async function reconcileOnce(options: ReconcileOptions): Promise<ReconcileReport> {
   const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
   if (!(graceMs >= 0)) throw new InvalidRequestError("graceMs must be zero or positive");
+  const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new InvalidRequestError("concurrency must be a positive integer");
   const log = options.logger ?? silent;
   const now = options.now ?? (() => new Date());
   const dryRun = options.dryRun === true;
@@ -88,7 +96,7 @@ export async function reconcileOnce(options: ReconcileOptions): Promise<Reconcil
     if (verdict.release) orphans.push(verdict);
     else report.kept[verdict.reason] = (report.kept[verdict.reason] ?? 0) + 1;
   }
-  const confirmed = options.podRefs === undefined ? await revalidate(orphans, options, report, now, graceMs) : orphans;
+  const confirmed = options.podRefs === undefined ? await revalidate(orphans, { ...options, concurrency }, report, now, graceMs) : orphans;
   if (dryRun) {
     for (const v of confirmed) log.info(describe(v), "would release (dry run)");
     report.released.push(...confirmed);
@@ -99,33 +107,55 @@ export async function reconcileOnce(options: ReconcileOptions): Promise<Reconcil
     ...(options.overlappingRanges === undefined ? {} : { overlappingRanges: options.overlappingRanges }),
     ...(options.retry === undefined ? {} : { retry: options.retry }),
   });
-  for (const [pool, verdicts] of byPool(confirmed)) {
-    // one call per conditional write: a failure then reports exactly the releases of that write
-    for (let i = 0; i < verdicts.length; i += RELEASES_PER_WRITE) {
-      const batch = verdicts.slice(i, i + RELEASES_PER_WRITE);
-      try {
-        const outcomes = await ipam.releaseAllIf(
-          pool,
-          batch.map((v) => v.observed.reservation),
-        );
-        batch.forEach((verdict, n) => {
-          const outcome = outcomes[n] ?? "absent";
-          if (outcome === "released") {
-            report.released.push(verdict);
-            log.info(describe(verdict), "released");
-          } else {
-            report.skipped.push({ verdict, why: outcome });
-            log.info(describe(verdict), `not released: the reservation is ${outcome === "changed" ? "changed" : "gone"} since observed`);
-          }
-        });
-      } catch (error) {
-        const err = error instanceof Error ? error : new Error(String(error));
-        report.failed.push({ subject: `pool ${poolId(pool)}`, error: err });
-        log.error({ pool: poolId(pool), count: batch.length, err }, "release failed; retried on the next pass");
-      }
-    }
+  const outcomes = await mapLimited([...byPool(confirmed)], concurrency, ([pool, verdicts]) => releaseInPool(ipam, pool, verdicts, log));
+  for (const outcome of outcomes) {
+    report.released.push(...outcome.released);
+    report.skipped.push(...outcome.skipped);
+    report.failed.push(...outcome.failed);
   }
   return report;
+}
+
+type PoolOutcome = Pick<ReconcileReport, "released" | "skipped" | "failed">;
+
+/** The confirmed orphans of one pool, released conditionally: one call per conditional write, so a failure reports exactly the releases of that write. */
+async function releaseInPool(ipam: Ipam, pool: PoolRef, verdicts: Verdict[], log: Logger): Promise<PoolOutcome> {
+  const out: PoolOutcome = { released: [], skipped: [], failed: [] };
+  for (let i = 0; i < verdicts.length; i += RELEASES_PER_WRITE) {
+    const batch = verdicts.slice(i, i + RELEASES_PER_WRITE);
+    try {
+      const outcomes = await ipam.releaseAllIf(
+        pool,
+        batch.map((v) => v.observed.reservation),
+      );
+      batch.forEach((verdict, n) => {
+        const outcome = outcomes[n] ?? "absent";
+        if (outcome === "released") {
+          out.released.push(verdict);
+          log.info(describe(verdict), "released");
+        } else {
+          out.skipped.push({ verdict, why: outcome });
+          log.info(describe(verdict), `not released: the reservation is ${outcome === "changed" ? "changed" : "gone"} since observed`);
+        }
+      });
+    } catch (error) {
+      const err = error instanceof Error ? error : new Error(String(error));
+      out.failed.push({ subject: `pool ${poolId(pool)}`, error: err });
+      log.error({ pool: poolId(pool), count: batch.length, err }, "release failed; retried on the next pass");
+    }
+  }
+  return out;
+}
+
+/** `fn` over `items`, at most `limit` at once; the results in the items' order. */
+async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < items.length; i = next++) results[i] = await fn(items[i] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
 }
 
 /** Every pod when reconciling everything (one paginated list); only the named ones for a targeted pass. */
@@ -152,17 +182,23 @@ async function revalidate(
   now: () => Date,
   graceMs: number,
 ): Promise<Verdict[]> {
-  const fresh = new Map<string, PodFacts | undefined>();
+  const podRefs = [...new Set(orphans.map((v) => v.observed.reservation.podRef ?? ""))];
+  const reads = await mapLimited(podRefs, options.concurrency ?? DEFAULT_CONCURRENCY, (podRef) =>
+    getPod(options.pods, podRef).then(
+      (pod) => ({ pod }),
+      (error: unknown) => ({ error: error instanceof Error ? error : new Error(String(error)) }),
+    ),
+  );
+  const fresh = new Map(podRefs.map((podRef, i) => [podRef, reads[i]]));
   const confirmed: Verdict[] = [];
   for (const verdict of orphans) {
     const podRef = verdict.observed.reservation.podRef ?? "";
-    try {
-      if (!fresh.has(podRef)) fresh.set(podRef, await getPod(options.pods, podRef));
-    } catch (error) {
-      report.failed.push({ subject: `pod ${podRef}`, error: error instanceof Error ? error : new Error(String(error)) });
+    const read = fresh.get(podRef);
+    if (read === undefined || "error" in read) {
+      report.failed.push({ subject: `pod ${podRef}`, error: read?.error ?? new Error(`pod ${podRef} was not read`) });
       continue;
     }
-    const again = judgeReservation(verdict.observed, fresh.get(podRef), { now: now(), graceMs });
+    const again = judgeReservation(verdict.observed, read.pod, { now: now(), graceMs });
     if (again.release) confirmed.push(again);
     else report.skipped.push({ verdict, why: "pod-revalidated" });
   }

@@ -1,4 +1,4 @@
-import { attachmentKey, createIpam, type Reservation } from "@ipamkit/core";
+import { attachmentKey, createIpam, delegatingStore, parseRange, type Reservation } from "@ipamkit/core";
 import { ipPoolName } from "@ipamkit/storage-kubernetes";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { reconcileOnce } from "../src/reconcile.js";
@@ -242,6 +242,44 @@ for (const target of clusterTargets()) {
         expect(report.reservations).toBe(1);
         expect(report.released.map((v) => v.observed.reservation.key.containerId)).toEqual(["b"]);
         expect(await holders()).toEqual(["1:a"]);
+      });
+    });
+
+    describe("concurrency", () => {
+      it("releases several pools at once (one at a time with concurrency 1), reporting in pool order either way", async () => {
+        const ranges = [0, 1, 2, 3].map((n) => parseRange({ range: `10.3.${n}.0/24` }));
+        const released: Record<number, string[]> = {};
+        for (const concurrency of [1, 8]) {
+          for (const [n, r] of ranges.entries())
+            for (const id of ["x", "y"]) await cluster.oldIpam.allocate({ ranges: [r], key: key(`${id}${n}`), podRef: `ns/gone-${n}` });
+          let inFlight = 0;
+          let most = 0;
+          // with concurrency, each pool's write waits (5 s at most) until every pool's write has arrived
+          let arrived = () => {};
+          const everyPool = new Promise<void>((resolve) => (arrived = resolve));
+          const store = delegatingStore(cluster.store, {
+            writePool: async (ref, p, expected) => {
+              most = Math.max(most, ++inFlight);
+              if (most === ranges.length) arrived();
+              if (concurrency > 1) await Promise.race([everyPool, new Promise((r) => setTimeout(r, 5000))]);
+              try {
+                return await cluster.store.writePool(ref, p, expected);
+              } finally {
+                inFlight--;
+              }
+            },
+          });
+          const report = await reconcileOnce({ store, pods: cluster.pods, concurrency });
+          expect(report.failed).toEqual([]);
+          released[concurrency] = report.released.map((v) => v.observed.reservation.key.containerId);
+          expect(most).toBe(concurrency === 1 ? 1 : ranges.length);
+        }
+        expect(released[8]).toEqual(released[1]);
+        expect(released[1]).toEqual(["x0", "y0", "x1", "y1", "x2", "y2", "x3", "y3"]);
+        for (const concurrency of [0, 1.5, Number.NaN])
+          await expect(reconcileOnce({ store: cluster.store, pods: cluster.pods, concurrency })).rejects.toMatchObject({
+            code: "INVALID_REQUEST",
+          });
       });
     });
 
