@@ -14,7 +14,7 @@ import {
 } from "./node-blocks.js";
 import type { Range } from "./range.js";
 import type { ConflictCounter } from "./retry.js";
-import type { IpamStore, PoolRef, StoredPool } from "./store.js";
+import type { IpamStore, PoolRef, StoredPool, StoreWrite, Version } from "./store.js";
 
 export interface NodeBlockIpamOptions extends IpamOptions {
   /** This node's name: it owns the blocks it claims under this name. */
@@ -57,6 +57,13 @@ interface NodeView {
 const MAX_REPLANS = 16;
 
 /**
+ * Searched blocks at most for a fenced ADD: a node holds one or two per network, and each fence is
+ * one more compare in the transaction (etcd refuses more than 128 operations). A node that
+ * borrows searches everyone's blocks; it reads them.
+ */
+const MAX_FENCED_BLOCKS = 8;
+
+/**
  * The block pools a call has just read, handed to the inner IPAM's next read of the same pool in
  * the same call: choosing a block and then writing it (or finding a key and releasing it) cost one
  * read, not two.
@@ -65,6 +72,7 @@ const MAX_REPLANS = 16;
  */
 function readHandoff(store: IpamStore) {
   const ready = new Map<string, StoredPool>();
+  const fences = new Map<string, StoreWrite>();
   const id = (ref: PoolRef) => `${ref.network}\u0000${ref.cidr}`;
   const readPool = (ref: PoolRef): Promise<StoredPool | undefined> => {
     const handed = ready.get(id(ref));
@@ -72,10 +80,23 @@ function readHandoff(store: IpamStore) {
     ready.delete(id(ref));
     return Promise.resolve(handed);
   };
+  const commit = store.commit;
+  /** An allocation's commit (it has a reserve step) carries the call's fences; a conflict then asks for a fresh plan. */
+  const fencedCommit = async (writes: readonly StoreWrite[]) => {
+    const commitAll = commit as NonNullable<IpamStore["commit"]>;
+    if (fences.size === 0 || !writes.some((w) => w.kind === "reserve")) return commitAll.call(store, writes);
+    try {
+      return (await commitAll.call(store, [...writes, ...fences.values()])).slice(0, writes.length);
+    } catch (error) {
+      if (error instanceof StoreConflictError) throw new FenceBrokenError();
+      throw error;
+    }
+  };
   return {
     store: new Proxy(store, {
       get(target, property) {
         if (property === "readPool") return readPool;
+        if (property === "commit" && commit !== undefined) return fencedCommit;
         const value = Reflect.get(target, property, target);
         return typeof value === "function" ? value.bind(target) : value;
       },
@@ -83,7 +104,23 @@ function readHandoff(store: IpamStore) {
     hand(ref: PoolRef, stored: StoredPool | undefined): void {
       if (stored !== undefined) ready.set(id(ref), stored);
     },
+    /** The call's allocation commits only if this pool is still at `version` (a compare-only step). */
+    fence(ref: PoolRef, version: Version): void {
+      fences.set(id(ref), { kind: "check-pool", ref, expected: version });
+    },
   };
+}
+
+/**
+ * A fenced allocation's commit met a conflict: one of the pools its choice rested on changed since
+ * this process last saw it (or the address was taken). Nothing was written; the caller plans again
+ * from fresh reads. Not a StoreConflictError, so the inner IPAM does not retry the same choice.
+ */
+class FenceBrokenError extends Error {
+  constructor() {
+    super("a pool this allocation's choice rested on changed; plan again");
+    this.name = "FenceBrokenError";
+  }
 }
 
 export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpam {
@@ -198,14 +235,39 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     return block;
   }
 
+  /**
+   * Several searched blocks, on a store with entry-level commits: the first with room when, as this
+   * process last saw them (store.recallPool), none holds `key`; that pool handed on and every other
+   * searched block fenced at its recalled version. The allocation's commit then validates the whole
+   * choice: its reserve step conflicts if the chosen pool holds the key or the address, and each
+   * fence (a compare-only check-pool step in the same transaction) if that pool changed at all.
+   */
+  function recalledFencedWithRoom(network: string, blocks: Range[], handoff: Handoff, key: AttachmentKey): Range | undefined {
+    if (blocks.length < 2 || blocks.length > MAX_FENCED_BLOCKS) return undefined;
+    if (store.recallPool === undefined || store.commit === undefined || store.capabilities.entryWrites !== true) return undefined;
+    const recalled: { block: Range; ref: PoolRef; stored: StoredPool }[] = [];
+    for (const block of blocks) {
+      const ref = blockPoolRef(network, block);
+      const stored = store.recallPool(ref);
+      if (stored === undefined || stored.pool.forKey(key) !== undefined) return undefined;
+      recalled.push({ block, ref, stored });
+    }
+    const chosen = recalled.find((r) => findFree(r.stored.pool, r.block, r.block.first, r.block.last) !== undefined);
+    if (chosen === undefined) return undefined;
+    handoff.hand(chosen.ref, chosen.stored);
+    for (const r of recalled) if (r !== chosen) handoff.fence(r.ref, r.stored.version);
+    return chosen.block;
+  }
+
   /** The block to allocate `key` in: where it already is, else a block with room, else a newly claimed one. */
-  async function chooseBlock(network: string, range: Range, key: AttachmentKey, handoff: Handoff): Promise<Range> {
+  async function chooseBlock(network: string, range: Range, key: AttachmentKey, handoff: Handoff, recall: boolean): Promise<Range> {
     for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
       const seen = await view(network, range);
       const blocks = searched(seen);
       // Not held and room, as last seen: the allocation's write at that version checks both. (Held:
       // an ADD that finds its key writes nothing, so that is never taken from a recalled pool.)
-      const quick = recalledWithRoom(network, blocks, handoff, key);
+      const quick =
+        recalledWithRoom(network, blocks, handoff, key) ?? (recall ? recalledFencedWithRoom(network, blocks, handoff, key) : undefined);
       if (quick !== undefined) return quick;
       let roomy: Range | undefined;
       let roomyRead: StoredPool | undefined;
@@ -246,17 +308,27 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       }
       if (input.ranges.length === 0) throw new InvalidRequestError("no ranges to allocate from");
       const network = input.network ?? "";
+      let recall = true;
       for (let attempt = 1; ; attempt++) {
-        // a fresh scope per attempt: what an attempt handed on and did not use dies with it
+        // a fresh scope per attempt: what an attempt handed on (or fenced) and did not use dies with it
         const { handoff, ipam } = callScope();
         try {
           const blocks: Range[] = [];
-          for (const range of input.ranges) blocks.push(await chooseBlock(network, range, input.key, handoff));
+          for (const range of input.ranges) blocks.push(await chooseBlock(network, range, input.key, handoff, recall));
           const assigned = await ipam.allocate({ ...input, network, ranges: blocks });
           return assigned.map((a, i) => ({ ...a, range: input.ranges[i] as Range }));
         } catch (error) {
-          // A block filled up after it was read (another call on this node): choose again.
-          if (!(error instanceof RangeExhaustedError) || attempt >= MAX_REPLANS) throw error;
+          // A block filled up after it was read (another call on this node), or a fenced choice
+          // rested on a pool that changed: choose again — after a broken fence, from fresh reads.
+          const replan = error instanceof RangeExhaustedError || error instanceof FenceBrokenError;
+          if (!replan || attempt >= MAX_REPLANS)
+            throw error instanceof FenceBrokenError
+              ? new StoreConflictError(`node blocks of ${input.ranges.map((r) => r.cidr.text).join(", ")}`)
+              : error;
+          if (error instanceof FenceBrokenError) {
+            counter.conflicts += 1;
+            recall = false;
+          }
         }
       }
     },

@@ -1,0 +1,85 @@
+import { attachmentKey, createNodeBlockIpam, formatIp, type IpamStore, ipAt, parseCidr, parseRange } from "@ipamkit/core";
+import { expect, inject, it } from "vitest";
+import { createEtcdStore } from "./index.js";
+
+// Per-node blocks on etcd, whose store recalls its pools with its own entry-level steps folded in:
+// with two blocks, an ADD chooses from the recalls and fences the other block at its recalled
+// version in the same transaction (core's block-ipam.ts). These cases need that recall, so they
+// run here, on a real etcd.
+const endpoint = inject("etcdEndpoint");
+const range = parseRange({ range: "10.90.0.0/24", gateway: "10.90.0.1" });
+const key = (id: string) => attachmentKey({ containerId: id, ifName: "net1" });
+let run = 0;
+
+/** An etcd store whose pool reads are counted. */
+function countedStore(prefix: string): { store: IpamStore; reads: string[] } {
+  const inner = createEtcdStore({ endpoints: [endpoint], prefix });
+  const reads: string[] = [];
+  const store: IpamStore = new Proxy(inner, {
+    get(target, property) {
+      if (property !== "readPool") return Reflect.get(target, property, target);
+      return (ref: { network: string; cidr: string }) => {
+        reads.push(ref.cidr);
+        return target.readPool(ref);
+      };
+    },
+  });
+  return { store, reads };
+}
+
+/** Every reservation of the prefix, read by a fresh store: key → [block, address]. */
+async function holdings(prefix: string): Promise<[string, string, string][]> {
+  const fresh = createEtcdStore({ endpoints: [endpoint], prefix });
+  try {
+    const out: [string, string, string][] = [];
+    for (const ref of await fresh.listPools()) {
+      for (const r of (await fresh.readPool(ref))?.pool ?? [])
+        out.push([r.key.containerId, ref.cidr, formatIp(ipAt(parseCidr(ref.cidr), r.offset))]);
+    }
+    return out;
+  } finally {
+    await fresh.close();
+  }
+}
+
+it("with two blocks, an ADD reads no pool (its other block fenced at the recalled version); a key held behind the recall is found, never reserved twice", async () => {
+  const prefix = `/node-blocks/${process.pid}-${run++}/`;
+  const { store, reads } = countedStore(prefix);
+  // the same node's other writer: the binary while the agent restarts, or a dead agent's last write
+  const otherStore = createEtcdStore({ endpoints: [endpoint], prefix });
+  try {
+    const agent = createNodeBlockIpam({ store, node: "node-a", blockSize: 16 });
+    const other = createNodeBlockIpam({ store: otherStore, node: "node-a", blockSize: 16 });
+    for (let i = 0; i < 20; i++) await agent.allocate({ ranges: [range], key: key(`c${i}`) });
+    const blockOf = async (id: string) => (await holdings(prefix)).find(([k]) => k === id)?.[1];
+    const [first, second] = [await blockOf("c0"), await blockOf("c19")];
+    expect(second).not.toBe(first);
+    reads.length = 0;
+    await agent.allocate({ ranges: [range], key: key("c20") });
+    expect(reads).toEqual([]);
+    expect(await blockOf("c20")).toBe(second);
+
+    // behind the agent's recall, k lands in the first block (where c0 was): the agent's choice of the
+    // second block rests on "k is not in the first", so its commit fails on the fence, and it plans
+    // again from fresh reads and finds k
+    await other.release({ ranges: [range], key: key("c0") });
+    const [k] = await other.allocate({ ranges: [range], key: key("k") });
+    expect(await blockOf("k")).toBe(first);
+    const conflicts = agent.conflicts.conflicts;
+    const [again] = await agent.allocate({ ranges: [range], key: key("k") });
+    expect(again?.reused).toBe(true);
+    expect(again && formatIp(again.address)).toBe(k && formatIp(k.address));
+    expect(agent.conflicts.conflicts).toBeGreaterThan(conflicts);
+    const held = await holdings(prefix);
+    expect(held.filter(([id]) => id === "k")).toHaveLength(1);
+    expect(new Set(held.map(([, , address]) => address)).size).toBe(held.length);
+
+    // its recalls fresh again, the next ADD reads nothing
+    reads.length = 0;
+    await agent.allocate({ ranges: [range], key: key("c21") });
+    expect(reads).toEqual([]);
+  } finally {
+    await store.close();
+    await otherStore.close();
+  }
+});
