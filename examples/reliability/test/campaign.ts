@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -16,10 +16,20 @@ export function seed(fallback: number): number {
   return text === undefined || text === "" ? fallback : Number(text);
 }
 
-/** A fresh temporary directory, on /dev/shm when there is one (the file store fsyncs every write). */
+const scratch: string[] = [];
+
+/**
+ * A fresh temporary directory, on /dev/shm when there is one (the file store fsyncs every write);
+ * removed when the test process exits (/dev/shm is memory: left behind, every run would keep its own).
+ */
 export function scratchDir(prefix: string): string {
   const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
-  return mkdtempSync(join(base, `ipamkit-rel-${prefix}-`));
+  if (scratch.length === 0)
+    process.once("exit", () => {
+      for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+    });
+  scratch.push(mkdtempSync(join(base, `ipamkit-rel-${prefix}-`)));
+  return scratch.at(-1) as string;
 }
 
 /** Path of the built plugin and its helpers (examples/cni-plugin/dist). */
