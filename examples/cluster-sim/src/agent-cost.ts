@@ -49,7 +49,9 @@ try {
     cluster.nodes.map((node) => () => cluster.startAgent(node)),
   );
   const conf = (pod: number, k: number) => networkConf(cluster, cluster.nodes[pod % cluster.nodes.length] as SimNode, k);
-  console.log(`| store | nodes | pods × networks | phase | s | agents' CPU ms per call | CNI processes' CPU ms per call |\n|---|---:|---|---|---:|---:|---:|`);
+  console.log(
+    `| store | nodes | pods × networks | phase | s | agents' CPU ms per call | CNI processes' CPU ms per call |\n|---|---:|---|---|---:|---:|---:|`,
+  );
   for (let round = 0; round < rounds; round++) {
     for (const command of ["ADD", "DEL"] as const) {
       const cpu = cpuSince(cluster);
