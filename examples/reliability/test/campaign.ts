@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterAll } from "vitest";
 
 /** `RELIABILITY=full` (`pnpm reliability`) runs every campaign at full size; CI runs a bounded form. */
 export const FULL = process.env.RELIABILITY === "full";
@@ -17,19 +18,20 @@ export function seed(fallback: number): number {
 }
 
 const scratch: string[] = [];
+// vitest ends its workers without a process "exit" event: remove them after each test file instead
+afterAll(() => {
+  for (const dir of scratch.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
 
 /**
  * A fresh temporary directory, on /dev/shm when there is one (the file store fsyncs every write);
- * removed when the test process exits (/dev/shm is memory: left behind, every run would keep its own).
+ * removed after the test file (/dev/shm is memory: left behind, every run would keep its own).
  */
 export function scratchDir(prefix: string): string {
   const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
-  if (scratch.length === 0)
-    process.once("exit", () => {
-      for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
-    });
-  scratch.push(mkdtempSync(join(base, `ipamkit-rel-${prefix}-`)));
-  return scratch.at(-1) as string;
+  const dir = mkdtempSync(join(base, `ipamkit-rel-${prefix}-`));
+  scratch.push(dir);
+  return dir;
 }
 
 /** Path of the built plugin and its helpers (examples/cni-plugin/dist). */
