@@ -7,9 +7,10 @@ import { startSpawner } from "./spawner.js";
 
 /**
  * pnpm agent-cost — what the node-local agents spend per call: N nodes (one real agent each), P
- * pods × K networks, ADD all / DEL all, twice; the agents' CPU (from /proc) per call and the wall
- * time per phase (and the CNI processes' own CPU per call). No pod objects, no reconciler, no audit: `pnpm sim` is the scenario; this is the
- * quick way to compare two builds of the agent (build, run, build the other, run, alternate).
+ * pods × K networks, ADD all / DEL all, twice; the agents' CPU (from /proc) and the CNI processes'
+ * own CPU per call, and the wall time per phase. No pod objects, no reconciler, no audit: `pnpm sim`
+ * is the scenario; this is the quick way to compare two builds of the agent (build, run, build the
+ * other, run, alternate).
  */
 const { values } = parseArgs({
   options: {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type StoreKind, startCluster } from "./cluster.js";
-import { type CniOutcome, limited, PLUGIN, runCni } from "./cni.js";
+import { type CniOutcome, limited, PLUGIN, quantile, runCni } from "./cni.js";
 import { networkConf } from "./scenario.js";
 import { startNativeSpawner } from "./spawner.js";
 
@@ -109,12 +109,11 @@ try {
   }
   const cat = tally(CAT);
   const perProcess = (t: Tally) => (t.cpu * 1000) / t.processes;
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
   console.log("| process | CPU ms per process | × cat | minor faults per process | wall ms p50 |\n|---|---:|---:|---:|---:|");
   for (const label of [...binaries.map((b) => b.label), CAT]) {
     const t = tally(label);
     console.log(
-      `| ${label} | ${perProcess(t).toFixed(3)} | ${(perProcess(t) / perProcess(cat)).toFixed(2)} | ${(t.faults / t.processes).toFixed(1)} | ${median(t.ms).toFixed(2)} |`,
+      `| ${label} | ${perProcess(t).toFixed(3)} | ${(perProcess(t) / perProcess(cat)).toFixed(2)} | ${(t.faults / t.processes).toFixed(1)} | ${quantile(t.ms, 0.5).toFixed(2)} |`,
     );
   }
   console.log(

@@ -219,32 +219,19 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   }
 
   /**
-   * The node's only searched block, when its pool as this process last saw it (store.recallPool)
-   * does not hold `key` and has room; that pool handed on. Safe only because the caller's next step
-   * is a compare-and-swap write of that pool at the recalled version, which validates the choice:
-   * with one searched block, "the key is not held" is a fact about that one pool.
+   * A searched block with room, chosen from the pools as this process last saw them
+   * (store.recallPool) when none of them holds `key`; that pool handed on. Safe only because the
+   * caller's next step is the allocation's compare-and-swap commit, which must validate the whole
+   * choice: with the node's only searched block, "the key is not held" is a fact about that one
+   * pool, checked by the write at its recalled version. With several (`fenced`, on a store with
+   * entry-level commits, at most MAX_FENCED_BLOCKS), every other searched block is fenced at its
+   * recalled version: a compare-only check-pool step in the same transaction, which conflicts if
+   * that pool changed at all, while the reserve step conflicts if the chosen pool holds the key.
    */
-  function recalledWithRoom(network: string, blocks: Range[], handoff: Handoff, key: AttachmentKey): Range | undefined {
-    const [block, ...more] = blocks;
-    if (block === undefined || more.length > 0 || store.recallPool === undefined) return undefined;
-    const ref = blockPoolRef(network, block);
-    const stored = store.recallPool(ref);
-    if (stored === undefined || stored.pool.forKey(key) !== undefined) return undefined;
-    if (findFree(stored.pool, block, block.first, block.last) === undefined) return undefined;
-    handoff.hand(ref, stored);
-    return block;
-  }
-
-  /**
-   * Several searched blocks, on a store with entry-level commits: the first with room when, as this
-   * process last saw them (store.recallPool), none holds `key`; that pool handed on and every other
-   * searched block fenced at its recalled version. The allocation's commit then validates the whole
-   * choice: its reserve step conflicts if the chosen pool holds the key or the address, and each
-   * fence (a compare-only check-pool step in the same transaction) if that pool changed at all.
-   */
-  function recalledFencedWithRoom(network: string, blocks: Range[], handoff: Handoff, key: AttachmentKey): Range | undefined {
-    if (blocks.length < 2 || blocks.length > MAX_FENCED_BLOCKS) return undefined;
-    if (store.recallPool === undefined || store.commit === undefined || store.capabilities.entryWrites !== true) return undefined;
+  function recalledWithRoom(network: string, blocks: Range[], handoff: Handoff, key: AttachmentKey, fenced: boolean): Range | undefined {
+    if (blocks.length === 0 || store.recallPool === undefined) return undefined;
+    const canFence = fenced && store.commit !== undefined && store.capabilities.entryWrites === true;
+    if (blocks.length > 1 && !(canFence && blocks.length <= MAX_FENCED_BLOCKS)) return undefined;
     const recalled: { block: Range; ref: PoolRef; stored: StoredPool }[] = [];
     for (const block of blocks) {
       const ref = blockPoolRef(network, block);
@@ -266,8 +253,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const blocks = searched(seen);
       // Not held and room, as last seen: the allocation's write at that version checks both. (Held:
       // an ADD that finds its key writes nothing, so that is never taken from a recalled pool.)
-      const quick =
-        recalledWithRoom(network, blocks, handoff, key) ?? (recall ? recalledFencedWithRoom(network, blocks, handoff, key) : undefined);
+      const quick = recalledWithRoom(network, blocks, handoff, key, recall);
       if (quick !== undefined) return quick;
       let roomy: Range | undefined;
       let roomyRead: StoredPool | undefined;

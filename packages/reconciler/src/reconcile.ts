@@ -177,25 +177,26 @@ async function getPod(source: PodSource, podRef: string): Promise<PodFacts | und
 /** Re-reads the pod of every orphan (once per pod) and keeps only those still orphaned. */
 async function revalidate(
   orphans: Verdict[],
-  options: ReconcileOptions,
+  options: ReconcileOptions & { concurrency: number },
   report: ReconcileReport,
   now: () => Date,
   graceMs: number,
 ): Promise<Verdict[]> {
+  type PodRead = { pod: PodFacts | undefined } | { error: Error };
   const podRefs = [...new Set(orphans.map((v) => v.observed.reservation.podRef ?? ""))];
-  const reads = await mapLimited(podRefs, options.concurrency ?? DEFAULT_CONCURRENCY, (podRef) =>
+  const reads = await mapLimited(podRefs, options.concurrency, (podRef) =>
     getPod(options.pods, podRef).then(
-      (pod) => ({ pod }),
-      (error: unknown) => ({ error: error instanceof Error ? error : new Error(String(error)) }),
+      (pod): PodRead => ({ pod }),
+      (error: unknown): PodRead => ({ error: error instanceof Error ? error : new Error(String(error)) }),
     ),
   );
-  const fresh = new Map(podRefs.map((podRef, i) => [podRef, reads[i]]));
+  const fresh = new Map(podRefs.map((podRef, i) => [podRef, reads[i] as PodRead]));
   const confirmed: Verdict[] = [];
   for (const verdict of orphans) {
     const podRef = verdict.observed.reservation.podRef ?? "";
-    const read = fresh.get(podRef);
-    if (read === undefined || "error" in read) {
-      report.failed.push({ subject: `pod ${podRef}`, error: read?.error ?? new Error(`pod ${podRef} was not read`) });
+    const read = fresh.get(podRef) as PodRead; // every orphan's pod was read once, above
+    if ("error" in read) {
+      report.failed.push({ subject: `pod ${podRef}`, error: read.error });
       continue;
     }
     const again = judgeReservation(verdict.observed, read.pod, { now: now(), graceMs });
