@@ -139,8 +139,28 @@ describe("the agent", () => {
     expect(conflicts).toBe(0);
     expect(opened).toBe(1);
     expect(agent?.stats()).toMatchObject({ requests: 50, byExitCode: { 0: 50 }, inFlight: 0, stores: 1, conflicts: 0 });
+    // one stdin: prepared once, the other 49 calls answered from the config cache
+    expect(agent?.stats().configs).toEqual({ prepared: 1, cached: 49 });
     // the same counters over the socket (what an operator or the simulation reads)
     expect(await agentStats(socketPath)).toEqual(agent?.stats());
+  });
+
+  it("a flat file written, edited or removed between calls counts from the next call, config cache or not", async () => {
+    const stdin = JSON.stringify({ cniVersion: "1.1.0", name: "net", ipam: { type: "ipamkit", configuration_path: dir } });
+    const flat = join(dir, "whereabouts.conf");
+    const addressAfter = async (content: object | undefined, containerId: string) => {
+      if (content === undefined) rmSync(flat);
+      else writeFileSync(flat, JSON.stringify({ data_dir: join(dir, "store"), ...content }));
+      const answer = await forwardToAgent({ socketPath, env: env("ADD", containerId), stdin });
+      return answer.exitCode === 0
+        ? (JSON.parse(answer.stdout) as { ips: { address: string }[] }).ips[0]?.address
+        : JSON.parse(answer.stdout).msg;
+    };
+    expect(await addressAfter({ range: "10.31.0.0/24" }, "a")).toBe("10.31.0.1/24");
+    expect(await addressAfter({ range: "10.31.0.0/24" }, "b")).toBe("10.31.0.2/24");
+    expect(await addressAfter({ range: "10.32.0.0/24" }, "c")).toBe("10.32.0.1/24");
+    expect(await addressAfter(undefined, "d")).toMatch(/range/);
+    expect(agent?.stats().configs).toEqual({ prepared: 3, cached: 1 });
   });
 
   it("a DEL deletes the overlapping-range claim its ADD wrote without reading it first", async () => {

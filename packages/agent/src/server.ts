@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { hostname } from "node:os";
-import { CNI_CODES, CniError, type ConfigFs, dispatch, errorJson, type IpamConfig } from "@ipamkit/cni";
+import { CNI_CODES, CniError, type ConfigFs, createConfigCache, dispatch, errorJson, type IpamConfig } from "@ipamkit/cni";
 import { agentSettings, memoizedFs } from "@ipamkit/cni/agent-settings";
 import type { IpamStore } from "@ipamkit/core";
 import pino, { type Logger } from "pino";
@@ -42,6 +42,8 @@ export interface AgentStats {
   stores: number;
   /** Store write conflicts (retried). One queue per pool: these come from other nodes. */
   conflicts: number;
+  /** Calls whose config was answered from the agent's config cache / prepared afresh. */
+  configs: { cached: number; prepared: number };
 }
 
 export interface Agent {
@@ -65,10 +67,28 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   const { socketPath } = options;
   const queue = new KeyedQueue();
   const stores = new StoreCache(options.openStore);
+  // a config is prepared once per stdin and flat-file state, not once per call (config-cache.ts in @ipamkit/cni)
+  const configCache = createConfigCache();
   const fs = options.fs ?? realFs;
-  const stats: AgentStats = { requests: 0, byExitCode: {}, malformed: 0, raw: 0, fallbacks: 0, inFlight: 0, stores: 0, conflicts: 0 };
+  const stats: AgentStats = {
+    requests: 0,
+    byExitCode: {},
+    malformed: 0,
+    raw: 0,
+    fallbacks: 0,
+    inFlight: 0,
+    stores: 0,
+    conflicts: 0,
+    configs: { cached: 0, prepared: 0 },
+  };
   const inFlight = new Set<Promise<void>>();
-  const snapshot = (): AgentStats => ({ ...stats, byExitCode: { ...stats.byExitCode }, stores: stores.size, conflicts: stores.conflicts });
+  const snapshot = (): AgentStats => ({
+    ...stats,
+    byExitCode: { ...stats.byExitCode },
+    stores: stores.size,
+    conflicts: stores.conflicts,
+    configs: { cached: configCache.hits, prepared: configCache.misses },
+  });
 
   /** Runs one CNI call exactly as the binary would, with stores borrowed from the cache. */
   async function answer(env: Record<string, string>, stdin: string, callFs: ConfigFs): Promise<AgentResponse> {
@@ -85,6 +105,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         stderr += text;
       },
       fs: callFs,
+      configCache,
       hostname: () => options.nodeName ?? hostname(),
       openStore: async (config) => {
         // before the queue: a call waiting there may be one whose binary gave up and went direct

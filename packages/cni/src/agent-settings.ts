@@ -7,13 +7,22 @@ export interface AgentSettings {
 }
 
 /**
- * File access that reads each file once: the flat file is looked up for `agent_socket` and again
- * by the plugin (or the agent) for the same call.
+ * File access that asks about each file once: the flat file is looked up for `agent_socket` and
+ * again by the plugin (or the agent) for the same call.
  */
 export function memoizedFs(base: ConfigFs): ConfigFs {
   const texts = new Map<string, string>();
+  const present = new Map<string, boolean>();
   return {
-    exists: (path) => texts.has(path) || base.exists(path),
+    exists(path) {
+      if (texts.has(path)) return true;
+      let exists = present.get(path);
+      if (exists === undefined) {
+        exists = base.exists(path);
+        present.set(path, exists);
+      }
+      return exists;
+    },
     readText(path) {
       const text = texts.get(path) ?? base.readText(path);
       texts.set(path, text);

@@ -16,7 +16,7 @@ import type { CniArgs, IpamConfig } from "./types.js";
 
 export interface CommandContext {
   config: IpamConfig;
-  ranges: Range[];
+  ranges: readonly Range[];
   store: IpamStore;
   /** Present for ADD, DEL, CHECK. */
   key?: AttachmentKey;

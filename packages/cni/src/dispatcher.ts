@@ -1,6 +1,6 @@
-import { attachmentKey, blockLayout, type IpamStore, parseRange } from "@ipamkit/core";
+import { attachmentKey, type IpamStore } from "@ipamkit/core";
 import { add, type CommandContext, check, del, gc, status } from "./commands.js";
-import { loadIpamConfig } from "./config.js";
+import { type ConfigCache, prepareConfig } from "./config-cache.js";
 import { checkEnv, parseCniArgs, readEnv } from "./env.js";
 import { CNI_CODES, CniError, errorJson, toCniError } from "./errors.js";
 import { type ConfigFs, type IpamConfig, SUPPORTED_VERSIONS } from "./types.js";
@@ -19,6 +19,8 @@ export interface DispatcherOptions {
   hostname?: () => string;
   /** Opens the store the config selects (the edge loads only that one backend). */
   openStore: (config: IpamConfig) => Promise<IpamStore>;
+  /** Keeps prepared configs across calls (a long-lived process: the agent); default: each call prepares its own. */
+  configCache?: ConfigCache;
 }
 
 const ABOUT = "ipamkit CNI IPAM plugin";
@@ -51,14 +53,12 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
     } catch (error) {
       throw new CniError(CNI_CODES.IO_FAILURE, `reading stdin: ${(error as Error).message}`);
     }
-    const config = loadIpamConfig(stdin, { fs: options.fs, command });
+    const { config, ranges } = (options.configCache ?? { prepare: prepareConfig }).prepare(stdin, { fs: options.fs, command });
     cniVersion = config.cniVersion;
     if (!commandAllowed(command, config.cniVersion)) {
       throw new CniError(CNI_CODES.INCOMPATIBLE_VERSION, `${command} is not supported for cniVersion ${config.cniVersion}`);
     }
     for (const warning of config.warnings) options.stderr(`ipamkit: warning: ${warning}\n`);
-    const ranges = config.ranges.map((spec) => parseRange(spec));
-    if (config.nodeBlocks !== undefined) for (const range of ranges) blockLayout(range, config.nodeBlocks.size);
     const node = config.nodeBlocks === undefined ? undefined : (config.nodeBlocks.node ?? options.hostname?.());
     const args = parseCniArgs(options.env.CNI_ARGS);
     const store = await options.openStore(config);

@@ -2,6 +2,8 @@ export type { AgentSettings } from "./agent-settings.js";
 export { agentSettings } from "./agent-settings.js";
 export type { CommandContext } from "./commands.js";
 export { ConfigError, loadIpamConfig, whereaboutsEtcdKeys } from "./config.js";
+export type { ConfigCache, ConfigCacheOptions, PreparedConfig } from "./config-cache.js";
+export { createConfigCache, prepareConfig } from "./config-cache.js";
 export { NODE_NAME } from "./config-schema.js";
 export type { DispatcherOptions } from "./dispatcher.js";
 export { dispatch } from "./dispatcher.js";
