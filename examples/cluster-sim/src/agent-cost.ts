@@ -8,7 +8,8 @@ import { startSpawner } from "./spawner.js";
 /**
  * pnpm agent-cost — what the node-local agents spend per call: N nodes (one real agent each), P
  * pods × K networks, ADD all / DEL all, twice; the agents' CPU (from /proc) and the CNI processes'
- * own CPU per call, and the wall time per phase. No pod objects, no reconciler, no audit: `pnpm sim`
+ * own CPU per call, and the wall time per phase (--restart-agents: fresh agent processes for each
+ * round after the first, as after a power-cycle). No pod objects, no reconciler, no audit: `pnpm sim`
  * is the scenario; this is the quick way to compare two builds of the agent (build, run, build the
  * other, run, alternate).
  */
@@ -21,6 +22,7 @@ const { values } = parseArgs({
     rounds: { type: "string", default: "2" },
     "node-block-size": { type: "string", default: "16" },
     "agents-per-process": { type: "string", default: "1" },
+    "restart-agents": { type: "boolean", default: false },
   },
 });
 const kind = values.store as StoreKind;
@@ -54,6 +56,13 @@ try {
     `| store | nodes | pods × networks | phase | s | agents' CPU ms per call | CNI processes' CPU ms per call |\n|---|---:|---|---|---:|---:|---:|`,
   );
   for (let round = 0; round < rounds; round++) {
+    if (round > 0 && values["restart-agents"]) {
+      for (const node of cluster.nodes) cluster.killAgent(node);
+      await limited(
+        8,
+        cluster.nodes.map((node) => () => cluster.startAgent(node)),
+      );
+    }
     for (const command of ["ADD", "DEL"] as const) {
       const cpu = cpuSince(cluster);
       const started = performance.now();
