@@ -10,4 +10,4 @@ export { createKubernetesPodSource } from "./pod-source.js";
 export type { PodWatchOptions } from "./pod-watch.js";
 export { watchPods } from "./pod-watch.js";
 export type { ReconcileOptions, ReconcileReport, SkipReason } from "./reconcile.js";
-export { DEFAULT_GRACE_MS, describe, reconcileOnce } from "./reconcile.js";
+export { DEFAULT_CONCURRENCY, DEFAULT_GRACE_MS, describe, RELIST_MIN, RELIST_RATIO, reconcileOnce } from "./reconcile.js";

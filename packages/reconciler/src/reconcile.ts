@@ -42,6 +42,14 @@ export interface ReconcileOptions {
 /** Requests a pass keeps in flight: each pool's releases and each pod's re-read are independent. */
 export const DEFAULT_CONCURRENCY = 8;
 
+/**
+ * Orphans' pods are re-read by one fresh list instead of a GET each when they are at least this
+ * many and at least 1/{@link RELIST_RATIO} of the pods listed: a request costs about as much as
+ * listing that many pods, and after a power-cycle every pod of a node is an orphan's.
+ */
+export const RELIST_MIN = 32;
+export const RELIST_RATIO = 32;
+
 export type SkipReason = "pod-revalidated" | Exclude<ConditionalReleaseOutcome, "released">;
 
 export interface ReconcileReport {
@@ -96,7 +104,10 @@ export async function reconcileOnce(options: ReconcileOptions): Promise<Reconcil
     if (verdict.release) orphans.push(verdict);
     else report.kept[verdict.reason] = (report.kept[verdict.reason] ?? 0) + 1;
   }
-  const confirmed = options.podRefs === undefined ? await revalidate(orphans, { ...options, concurrency }, report, now, graceMs) : orphans;
+  const confirmed =
+    options.podRefs === undefined
+      ? await revalidate(orphans, { ...options, concurrency, listed: pods.size }, report, now, graceMs)
+      : orphans;
   if (dryRun) {
     for (const v of confirmed) log.info(describe(v), "would release (dry run)");
     report.released.push(...confirmed);
@@ -174,22 +185,31 @@ async function getPod(source: PodSource, podRef: string): Promise<PodFacts | und
   return source.get(podRef.slice(0, slash), podRef.slice(slash + 1));
 }
 
+type PodRead = { pod: PodFacts | undefined } | { error: Error };
+
+const failedRead = (error: unknown): { error: Error } => ({ error: error instanceof Error ? error : new Error(String(error)) });
+
+/** A fresh read of each pod: one GET each, or one new list of every pod when that is cheaper ({@link RELIST_MIN}). */
+async function readPods(podRefs: string[], options: { pods: PodSource; concurrency: number; listed: number }): Promise<PodRead[]> {
+  if (podRefs.length >= RELIST_MIN && podRefs.length * RELIST_RATIO >= options.listed) {
+    return options.pods.list().then(
+      (now) => podRefs.map((podRef): PodRead => ({ pod: now.get(podRef) })),
+      (error: unknown) => podRefs.map(() => failedRead(error)),
+    );
+  }
+  return mapLimited(podRefs, options.concurrency, (podRef) => getPod(options.pods, podRef).then((pod): PodRead => ({ pod }), failedRead));
+}
+
 /** Re-reads the pod of every orphan (once per pod) and keeps only those still orphaned. */
 async function revalidate(
   orphans: Verdict[],
-  options: ReconcileOptions & { concurrency: number },
+  options: ReconcileOptions & { concurrency: number; listed: number },
   report: ReconcileReport,
   now: () => Date,
   graceMs: number,
 ): Promise<Verdict[]> {
-  type PodRead = { pod: PodFacts | undefined } | { error: Error };
   const podRefs = [...new Set(orphans.map((v) => v.observed.reservation.podRef ?? ""))];
-  const reads = await mapLimited(podRefs, options.concurrency, (podRef) =>
-    getPod(options.pods, podRef).then(
-      (pod): PodRead => ({ pod }),
-      (error: unknown): PodRead => ({ error: error instanceof Error ? error : new Error(String(error)) }),
-    ),
-  );
+  const reads = await readPods(podRefs, options);
   const fresh = new Map(podRefs.map((podRef, i) => [podRef, reads[i] as PodRead]));
   const confirmed: Verdict[] = [];
   for (const verdict of orphans) {

@@ -1,7 +1,7 @@
-import { attachmentKey, createIpam, delegatingStore, parseRange, type Reservation } from "@ipamkit/core";
+import { attachmentKey, createIpam, delegatingStore, formatIp, parseRange, type Reservation } from "@ipamkit/core";
 import { ipPoolName } from "@ipamkit/storage-kubernetes";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { reconcileOnce } from "../src/reconcile.js";
+import { RELIST_MIN, RELIST_RATIO, reconcileOnce } from "../src/reconcile.js";
 import { type Cluster, clusterTargets, POOL_NS, range, standIn } from "./cluster.js";
 
 const key = (containerId: string) => attachmentKey({ containerId, ifName: "net1" });
@@ -280,6 +280,66 @@ for (const target of clusterTargets()) {
           await expect(reconcileOnce({ store: cluster.store, pods: cluster.pods, concurrency })).rejects.toMatchObject({
             code: "INVALID_REQUEST",
           });
+      });
+    });
+
+    describe("re-reading orphans' pods", () => {
+      /** `count` orphans of `count` pods that do not exist; the pod source counts its calls, and its second list sees `late` created. */
+      async function orphansOf(count: number, late?: number) {
+        const addresses: string[] = [];
+        for (let i = 0; i < count; i++) {
+          const [assigned] = await cluster.oldIpam.allocate({ ranges: [range], key: key(`c${i}`), podRef: `ns/gone-${i}` });
+          addresses.push(assigned === undefined ? "" : formatIp(assigned.address));
+        }
+        const calls = { list: 0, get: 0 };
+        const pods = {
+          ...cluster.pods,
+          list: async () => {
+            calls.list++;
+            if (calls.list === 2 && late !== undefined) await cluster.createPod({ name: `gone-${late}`, net1: [addresses[late] ?? ""] });
+            return cluster.pods.list();
+          },
+          get: (namespace: string, name: string) => {
+            calls.get++;
+            return cluster.pods.get(namespace, name);
+          },
+        };
+        return { pods, calls };
+      }
+
+      it(`many (${RELIST_MIN} or more, and 1/${RELIST_RATIO} of the pods listed): one fresh list instead of a GET each, and a pod it finds keeps its IP`, async () => {
+        const { pods, calls } = await orphansOf(RELIST_MIN + 3, 7);
+        const report = await reconcileOnce({ store: cluster.store, pods });
+        expect(calls).toEqual({ list: 2, get: 0 });
+        expect(report.failed).toEqual([]);
+        expect(report.skipped.map((s) => [s.verdict.observed.reservation.podRef, s.why])).toEqual([["ns/gone-7", "pod-revalidated"]]);
+        expect(report.released).toHaveLength(RELIST_MIN + 2);
+        expect(await holders()).toEqual(["8:c7"]);
+      });
+
+      it("few: a GET each", async () => {
+        const { pods, calls } = await orphansOf(3);
+        const report = await reconcileOnce({ store: cluster.store, pods });
+        expect(calls).toEqual({ list: 1, get: 3 });
+        expect(report.released).toHaveLength(3);
+      });
+
+      it("a failed fresh list is reported for each orphan, and nothing is released", async () => {
+        const { pods } = await orphansOf(RELIST_MIN);
+        let lists = 0;
+        const failing = {
+          ...pods,
+          list: async () => {
+            if (++lists === 2) throw new Error("the API server went away");
+            return pods.list();
+          },
+        };
+        const before = await holders();
+        const report = await reconcileOnce({ store: cluster.store, pods: failing });
+        expect(report.released).toEqual([]);
+        expect(report.failed).toHaveLength(RELIST_MIN);
+        expect(new Set(report.failed.map((f) => f.error.message))).toEqual(new Set(["the API server went away"]));
+        expect(await holders()).toEqual(before);
       });
     });
 
