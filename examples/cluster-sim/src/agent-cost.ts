@@ -47,10 +47,7 @@ const [nodeCount, pods, networks, rounds, blockSize, agentsPerProcess] = [
 const spawner = startSpawner("native");
 const cluster = await startCluster(kind, nodeCount, { nodeBlockSize: blockSize, spawner, agentsPerProcess });
 try {
-  await limited(
-    8,
-    cluster.nodes.map((node) => () => cluster.startAgent(node)),
-  );
+  await cluster.startAgents(8);
   const conf = (pod: number, k: number) => networkConf(cluster, cluster.nodes[pod % cluster.nodes.length] as SimNode, k);
   console.log(
     `| store | nodes | pods × networks | phase | s | agents' CPU ms per call | CNI processes' CPU ms per call |\n|---|---:|---|---|---:|---:|---:|`,
@@ -58,10 +55,7 @@ try {
   for (let round = 0; round < rounds; round++) {
     if (round > 0 && values["restart-agents"]) {
       for (const node of cluster.nodes) cluster.killAgent(node);
-      await limited(
-        8,
-        cluster.nodes.map((node) => () => cluster.startAgent(node)),
-      );
+      await cluster.startAgents(8);
     }
     for (const command of ["ADD", "DEL"] as const) {
       const cpu = cpuSince(cluster);

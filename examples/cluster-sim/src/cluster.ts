@@ -9,7 +9,7 @@ import { createEtcdStore } from "@ipamkit/storage-etcd";
 import { createFileStore } from "@ipamkit/storage-file";
 import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { AGENT } from "./cni.js";
+import { AGENT, limited } from "./cni.js";
 import { type CpuSources, processCpu } from "./cpu.js";
 import { nodeSpawner, type Spawner } from "./spawner.js";
 
@@ -37,6 +37,11 @@ export interface Cluster extends CpuSources {
   /** The IPAM keys that select this store (plus the agent socket, per node). */
   ipam(node: SimNode): Record<string, unknown>;
   startAgent(node: SimNode): Promise<void>;
+  /**
+   * Starts every node's agent, at most `processes` agent processes starting at once (hollow nodes
+   * share one: their process is started once, not once per node).
+   */
+  startAgents(processes: number): Promise<void>;
   /** Stops the test API server and starts an empty one on the same port (its state is in memory only). */
   restartApiServer(): Promise<void>;
   /** SIGKILL: the node lost power (with it every node its agent's process hosts). */
@@ -120,6 +125,18 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
     }
     return child;
   }
+  function startAgent(node: SimNode): Promise<void> {
+    const group = groupOf(node);
+    let host = hosts.get(group);
+    if (host === undefined) {
+      host = startHost(group);
+      hosts.set(group, host);
+      const started = host;
+      // a failed start is forgotten (unless a kill and a new start replaced it meanwhile)
+      host.catch(() => hosts.get(group) === started && hosts.delete(group));
+    }
+    return host.then(() => undefined);
+  }
   return {
     kind,
     dir,
@@ -147,17 +164,13 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
       const blocks = options.nodeBlockSize === undefined ? {} : { node_block_size: options.nodeBlockSize };
       return { ...store, ...blocks, configuration_path: dir, agent_socket: node.socket, agent_required: true };
     },
-    startAgent(node) {
-      const group = groupOf(node);
-      let host = hosts.get(group);
-      if (host === undefined) {
-        host = startHost(group);
-        hosts.set(group, host);
-        const started = host;
-        // a failed start is forgotten (unless a kill and a new start replaced it meanwhile)
-        host.catch(() => hosts.get(group) === started && hosts.delete(group));
-      }
-      return host.then(() => undefined);
+    startAgent,
+    async startAgents(processes) {
+      const groups = [...new Set(nodes.map(groupOf))];
+      await limited(
+        processes,
+        groups.map((group) => () => startAgent(membersOf(group)[0] as SimNode)),
+      );
     },
     killAgent(node) {
       const members = membersOf(groupOf(node));

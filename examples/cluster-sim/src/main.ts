@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { etcdBinary } from "@ipamkit/etcd-launcher";
 import { nodesLabel, openSimStore, type StoreKind, startCluster } from "./cluster.js";
-import { limited, NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
+import { NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
 import type { CpuParts } from "./cpu.js";
 import { type PhaseResult, runScenario } from "./scenario.js";
 import { type Spawner, startSpawner } from "./spawner.js";
@@ -97,10 +97,7 @@ for (const kind of stores) {
     const nodesCell = nodesLabel(nodeCount, agentsPerProcess);
     const store = openSimStore(cluster);
     try {
-      await limited(
-        8,
-        cluster.nodes.map((node) => () => cluster.startAgent(node)),
-      );
+      await cluster.startAgents(8);
       process.stderr.write(
         `sim: ${kind}, ${nodeCount} nodes, ${pods} pods × ${networks} networks, ${concurrency} CNI calls at once${blockSize === undefined ? "" : `, blocks of ${blockSize}`}\n`,
       );
@@ -134,10 +131,7 @@ if (values.svg !== undefined) {
   for (const kind of stores) {
     const cluster = await startCluster(kind, kind === "file" ? 1 : Math.min(nodes, 10), { spawner, agentsPerProcess });
     try {
-      await limited(
-        8,
-        cluster.nodes.map((node) => () => cluster.startAgent(node)),
-      );
+      await cluster.startAgents(8);
       const points = await sweep(cluster, levels, calls);
       const [strong, light] = colors[kind] ?? ["black", "gray"];
       series.push({ name: `${kind} p50`, color: strong, points: points.map((p) => ({ x: p.concurrency, y: p.p50 })) });

@@ -46,10 +46,7 @@ function liveFrom(acknowledged: Map<number, string>): Held[] {
 it(`etcd SIGKILLed and restarted during ${PODS} ADDs through the agents: every ADD lands once, nothing held twice or lost`, async () => {
   const cluster = await startCluster("etcd", 4);
   try {
-    await limited(
-      4,
-      cluster.nodes.map((node) => () => cluster.startAgent(node)),
-    );
+    await cluster.startAgents(4);
     const acknowledged = new Map<number, string>();
     const codes: number[] = [];
     const outage = (async () => {
@@ -81,10 +78,7 @@ it(`etcd SIGKILLed and restarted during ${PODS} ADDs through the agents: every A
 it("the Kubernetes test API server restarted under the agents: its state is lost (it keeps none on disk), the agents carry on", async () => {
   const cluster = await startCluster("kubernetes", 2);
   try {
-    await limited(
-      2,
-      cluster.nodes.map((node) => () => cluster.startAgent(node)),
-    );
+    await cluster.startAgents(2);
     const before = new Map<number, string>();
     const codes: number[] = [];
     for (let i = 0; i < 10; i++) before.set(i, await addUntilDone(cluster, i, codes));

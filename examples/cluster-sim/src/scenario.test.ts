@@ -1,7 +1,6 @@
 import { agentStats } from "@ipamkit/agent";
 import { afterAll, expect, it } from "vitest";
 import { openSimStore, type StoreKind, startCluster } from "./cluster.js";
-import { limited } from "./cni.js";
 import { runScenario } from "./scenario.js";
 import { startNativeSpawner } from "./spawner.js";
 
@@ -32,10 +31,7 @@ for (const { kind, blocks, perProcess } of cases) {
     });
     const store = openSimStore(cluster);
     try {
-      await limited(
-        4,
-        cluster.nodes.map((node) => () => cluster.startAgent(node)),
-      );
+      await cluster.startAgents(4);
       expect(cluster.agentPids().length).toBe(cluster.nodes.length / (perProcess ?? 1));
       const results = await runScenario(cluster, { pods: 24, networks: 2, concurrency: 8, store });
       expect(results.map((r) => r.phase)).toEqual([

@@ -199,10 +199,7 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
       for (const pod of pods) pod.ips = [];
       // on a real cluster every node restarts its own agent on its own CPUs; here all share two
       const since = timer();
-      await limited(
-        8,
-        cluster.nodes.map((node) => () => cluster.startAgent(node)),
-      );
+      await cluster.startAgents(8);
       const agentsRestarted = since();
       generation++;
       await everyPod((pod) => bringUp(pod, adds));
