@@ -1,4 +1,4 @@
-import { blockLayout, parseRange, type Range } from "@ipamkit/core";
+import { parseRange, type Range } from "@ipamkit/core";
 import { loadIpamConfig } from "./config.js";
 import type { CniCommand, ConfigFs, IpamConfig } from "./types.js";
 
@@ -10,12 +10,10 @@ export interface PreparedConfig {
   readonly ranges: readonly Range[];
 }
 
-/** Parses and validates a call's config (loadIpamConfig), then its ranges and, with node blocks, their block layout. */
+/** Parses and validates a call's config (loadIpamConfig, block sizes included), then parses its ranges. */
 export function prepareConfig(stdin: string, options: { fs: ConfigFs; command: ConfigCommand }): PreparedConfig {
   const config = loadIpamConfig(stdin, options);
-  const ranges = config.ranges.map((spec) => parseRange(spec));
-  if (config.nodeBlocks !== undefined) for (const range of ranges) blockLayout(range, config.nodeBlocks.size);
-  return { config, ranges };
+  return { config, ranges: config.ranges.map((spec) => parseRange(spec)) };
 }
 
 export interface ConfigCacheOptions {

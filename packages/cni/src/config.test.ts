@@ -309,6 +309,15 @@ describe("loadIpamConfig: rejections", () => {
     for (const size of [2, 3, 12, 100])
       expectConfigError(() => load(netConf({ ...V4, node_block_size: size })), 7, "ipam.node_block_size", String(size), "power of two");
     expectConfigError(() => load(netConf({ ...V4, node_block_size: 0 })), 7, "ipam.node_block_size", "0");
+    // every range must hold two blocks at least (a /24 holds two of 128, not of 256)
+    expect(load(netConf({ ...V4, node_block_size: 128 })).nodeBlocks).toEqual({ size: 128 });
+    expectConfigError(
+      () => load(netConf({ ipRanges: [{ range: "10.0.0.0/16" }, { range: "10.1.0.0/24" }], node_block_size: 256 })),
+      7,
+      "ipam.node_block_size",
+      "256",
+      "range 10.1.0.0/24 must hold at least two blocks",
+    );
     expectConfigError(() => load(netConf({ ...V4, node_block_size: "16" })), 7, "ipam.node_block_size", '"16"');
     expectConfigError(() => load(netConf({ ...V4, node_block_size: 16, node_name: "a/b" })), 7, "ipam.node_name", '"a/b"');
     for (const reserved of ["node-blocks", "tenant-node-blocks"]) {

@@ -1,4 +1,13 @@
-import { familyBits, formatIp, InvalidAddressError, isAffinityNetwork, parseIp } from "@ipamkit/core";
+import {
+  blockLayout,
+  familyBits,
+  formatIp,
+  InvalidAddressError,
+  InvalidRangeError,
+  isAffinityNetwork,
+  parseIp,
+  parseRange,
+} from "@ipamkit/core";
 import { ConfigError, configError, fromZodError, parseJson, scrubSecrets } from "./config-errors.js";
 import {
   configurationPathFile,
@@ -88,7 +97,7 @@ function load(stdin: string, { fs, command }: { fs: ConfigFs; command: string },
     });
   }
   const ranges = buildRanges(ipam, sourceOf, warnings);
-  const nodeBlocks = checkNodeBlocks(ipam, sourceOf, warnings);
+  const nodeBlocks = checkNodeBlocks(ipam, ranges, sourceOf, warnings);
   const datastore = chooseDatastore(ipam, sourceOf);
   warnUnused(ipam, datastore, sourceOf, warnings);
 
@@ -199,8 +208,8 @@ function checkUnsupported(ipam: IpamInput, sourceOf: SourceOf): void {
   }
 }
 
-/** `node_block_size`: a power of two, at least 4 (each range is checked against it when parsed). */
-function checkNodeBlocks(ipam: IpamInput, sourceOf: SourceOf, warnings: string[]): IpamConfig["nodeBlocks"] {
+/** `node_block_size`: a power of two, at least 4, and every range holds at least two blocks. */
+function checkNodeBlocks(ipam: IpamInput, ranges: IpamConfig["ranges"], sourceOf: SourceOf, warnings: string[]): IpamConfig["nodeBlocks"] {
   const size = ipam.node_block_size;
   if (size === undefined) {
     if (present(ipam.node_name))
@@ -211,6 +220,16 @@ function checkNodeBlocks(ipam: IpamInput, sourceOf: SourceOf, warnings: string[]
     throw configError(7, "ipam.node_block_size", size, "must be a power of two, at least 4 (addresses per block)", {
       source: sourceOf("node_block_size"),
     });
+  }
+  for (const spec of ranges) {
+    try {
+      blockLayout(parseRange(spec), size);
+    } catch (error) {
+      if (!(error instanceof InvalidRangeError)) throw error;
+      throw configError(7, "ipam.node_block_size", size, `range ${spec.range} must hold at least two blocks of ${size} addresses`, {
+        source: sourceOf("node_block_size"),
+      });
+    }
   }
   return { size, ...(present(ipam.node_name) ? { node: ipam.node_name } : {}) };
 }
