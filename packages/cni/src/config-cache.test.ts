@@ -99,6 +99,21 @@ describe("createConfigCache", () => {
     expect(() => cache.prepare(stdin, { fs, command: "GC" })).toThrow(/cni.dev\/valid-attachments/);
   });
 
+  it("keeps out configs that carry a prevResult (a DEL's or CHECK's, one per attachment)", () => {
+    const { fs } = editableFs();
+    const cache = createConfigCache({ limit: 1 });
+    const add = conf({ range: "10.0.0.0/24" });
+    cache.prepare(add, { fs, command: "ADD" });
+    const prevResult = { cniVersion: "1.1.0", ips: [{ address: "10.0.0.1/24" }] };
+    const del = JSON.stringify({ ...JSON.parse(add), prevResult });
+    const first = cache.prepare(del, { fs, command: "DEL" });
+    expect(first.config.prevResult).toBeDefined();
+    expect(cache.prepare(del, { fs, command: "DEL" })).not.toBe(first);
+    // the ADD's entry is still there: the DELs took no place
+    cache.prepare(add, { fs, command: "ADD" });
+    expect({ hits: cache.hits, misses: cache.misses }).toEqual({ hits: 1, misses: 3 });
+  });
+
   it("keeps invalid configs out: each call reports the error again", () => {
     const { fs } = editableFs();
     const cache = createConfigCache();

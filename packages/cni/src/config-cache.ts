@@ -43,7 +43,8 @@ interface Entry {
  * of stdin, the command and what the file system answered (the flat file's presence and text), so a
  * kept result is reused only when the same stdin is asked again and every file-system question the
  * loader asked gets the same answer again: an edited, added or removed flat file takes effect on the
- * next call, as without the cache. Only valid configs are kept; they are frozen, shared by the calls.
+ * next call, as without the cache. Only valid configs without a prevResult are kept (a DEL's or
+ * CHECK's stdin carries its attachment's result: seen once); they are frozen, shared by the calls.
  */
 export function createConfigCache(options: ConfigCacheOptions = {}): ConfigCache {
   const limit = options.limit ?? 64;
@@ -65,6 +66,8 @@ export function createConfigCache(options: ConfigCacheOptions = {}): ConfigCache
       misses++;
       const observed: Observation[] = [];
       const prepared = deepFreeze(prepareConfig(stdin, { fs: observing(fs, observed), command }));
+      // a runtime's DEL and CHECK carry the attachment's prevResult: a stdin seen once, not worth a place
+      if (prepared.config.prevResult !== undefined) return prepared;
       entries.delete(key);
       entries.set(key, { prepared, observed });
       if (entries.size > limit) entries.delete(entries.keys().next().value as string);
