@@ -118,9 +118,9 @@ function familyName(family: Family): string {
  * Builds the validated range list: `range` (with the top-level `range_start`, `range_end`, `exclude`)
  * first, then `ipRanges` in order. A per-entry `gateway` wins; the top-level `gateway` goes to every
  * range of its own family that has none. Every range is checked by core `parseRange`; the result
- * holds the canonical specs (which `parseRange` accepts again unchanged).
+ * holds the parsed ranges, whose `spec` is canonical (`parseRange` accepts it again unchanged).
  */
-export function buildRanges(ipam: IpamInput, sourceOf: SourceOf, warnings: string[]): RangeSpec[] {
+export function buildRanges(ipam: IpamInput, sourceOf: SourceOf, warnings: string[]): Range[] {
   const entries = entriesOf(ipam, sourceOf);
   if (entries.length === 0) {
     throw configError(7, "ipam.range", ipam.range, "at least one range is required (ipam.range or ipam.ipRanges)", {
@@ -142,11 +142,11 @@ export function buildRanges(ipam: IpamInput, sourceOf: SourceOf, warnings: strin
     const plain = parseEntry(entry, `${entry.prefix}gateway`);
     const matches = topGateway !== undefined && plain.family === topGateway.family;
     if (matches) ofGatewayFamily += 1;
-    if (entry.gateway !== undefined) return { ...parseEntry(entry, `${entry.prefix}gateway`, entry.gateway).spec };
-    if (!matches) return { ...plain.spec };
+    if (entry.gateway !== undefined) return parseEntry(entry, `${entry.prefix}gateway`, entry.gateway);
+    if (!matches) return plain;
     attached += 1;
     const hint = `; the top-level gateway applies to every ${familyName(plain.family)} range without its own, set ${entry.prefix}gateway instead`;
-    return { ...parseEntry(entry, "ipam.gateway", ipam.gateway, entry.prefix === "ipam." ? "" : hint).spec };
+    return parseEntry(entry, "ipam.gateway", ipam.gateway, entry.prefix === "ipam." ? "" : hint);
   });
   if (topGateway !== undefined && attached === 0) {
     const family = familyName(topGateway.family);
@@ -155,5 +155,11 @@ export function buildRanges(ipam: IpamInput, sourceOf: SourceOf, warnings: strin
     }
     warnings.push(`ipam.gateway is unused: every ${family} range sets its own gateway`);
   }
-  return ranges.map((spec) => (spec.exclude === undefined ? spec : { ...spec, exclude: [...spec.exclude] }));
+  return ranges;
+}
+
+/** A range's canonical spec as a plain copy (the config's `ranges`). */
+export function specOf(range: Range): RangeSpec {
+  const spec = { ...range.spec };
+  return spec.exclude === undefined ? spec : { ...spec, exclude: [...spec.exclude] };
 }

@@ -6,7 +6,7 @@ import {
   InvalidRangeError,
   isAffinityNetwork,
   parseIp,
-  parseRange,
+  type Range,
 } from "@ipamkit/core";
 import { ConfigError, configError, fromZodError, parseJson, scrubSecrets } from "./config-errors.js";
 import {
@@ -18,7 +18,7 @@ import {
   readFlatFile,
   validateFlatFile,
 } from "./config-flat.js";
-import { buildRanges, type SourceOf } from "./config-ranges.js";
+import { buildRanges, type SourceOf, specOf } from "./config-ranges.js";
 import { type IpamInput, type NetConfInput, netConfSchema } from "./config-schema.js";
 import { type CniVersion, type ConfigFs, type Datastore, type IpamConfig, SUPPORTED_VERSIONS } from "./types.js";
 
@@ -96,8 +96,8 @@ function load(stdin: string, { fs, command }: { fs: ConfigFs; command: string },
       source: sourceOf("network_name"),
     });
   }
-  const ranges = buildRanges(ipam, sourceOf, warnings);
-  const nodeBlocks = checkNodeBlocks(ipam, ranges, sourceOf, warnings);
+  const parsedRanges = buildRanges(ipam, sourceOf, warnings);
+  const nodeBlocks = checkNodeBlocks(ipam, parsedRanges, sourceOf, warnings);
   const datastore = chooseDatastore(ipam, sourceOf);
   warnUnused(ipam, datastore, sourceOf, warnings);
 
@@ -105,7 +105,7 @@ function load(stdin: string, { fs, command }: { fs: ConfigFs; command: string },
     cniVersion,
     name: conf.name,
     networkName: ipam.network_name ?? "",
-    ranges,
+    ranges: parsedRanges.map(specOf),
     routes: ipam.routes ?? [],
     dns: ipam.dns,
     overlappingRanges: ipam.enable_overlapping_ranges ?? true,
@@ -209,7 +209,7 @@ function checkUnsupported(ipam: IpamInput, sourceOf: SourceOf): void {
 }
 
 /** `node_block_size`: a power of two, at least 4, and every range holds at least two blocks. */
-function checkNodeBlocks(ipam: IpamInput, ranges: IpamConfig["ranges"], sourceOf: SourceOf, warnings: string[]): IpamConfig["nodeBlocks"] {
+function checkNodeBlocks(ipam: IpamInput, ranges: readonly Range[], sourceOf: SourceOf, warnings: string[]): IpamConfig["nodeBlocks"] {
   const size = ipam.node_block_size;
   if (size === undefined) {
     if (present(ipam.node_name))
@@ -221,12 +221,12 @@ function checkNodeBlocks(ipam: IpamInput, ranges: IpamConfig["ranges"], sourceOf
       source: sourceOf("node_block_size"),
     });
   }
-  for (const spec of ranges) {
+  for (const range of ranges) {
     try {
-      blockLayout(parseRange(spec), size);
+      blockLayout(range, size);
     } catch (error) {
       if (!(error instanceof InvalidRangeError)) throw error;
-      throw configError(7, "ipam.node_block_size", size, `range ${spec.range} must hold at least two blocks of ${size} addresses`, {
+      throw configError(7, "ipam.node_block_size", size, `range ${range.spec.range} must hold at least two blocks of ${size} addresses`, {
         source: sourceOf("node_block_size"),
       });
     }
