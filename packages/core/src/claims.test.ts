@@ -54,6 +54,7 @@ function client(inner: IpamStore, rng: () => number, crashAt: number | undefined
     close: async () => {},
   };
   if (inner.commit !== undefined) store.commit = wrap(true, inner.commit.bind(inner));
+  if (inner.readClaims !== undefined) store.readClaims = wrap(false, inner.readClaims.bind(inner));
   return store;
 }
 
@@ -67,6 +68,11 @@ describe.each([
   ["separate writes, clients remembering their own claims", { atomicCommit: false }, true],
   ["atomic commits, clients remembering their own claims", { atomicCommit: true }, true],
   ["entry-level commits, clients remembering their own claims", { atomicCommit: true, entryWrites: true }, true],
+  [
+    "entry-level commits and claim batches (like etcd), clients remembering their own claims",
+    { atomicCommit: true, entryWrites: true, claimBatches: true },
+    true,
+  ],
 ])("overlapping-range claims under random interleavings, crashes and same-key ADD/DEL races: %s", (_name, storeOptions, remember) => {
   it("never lets two pools hold one IP, and never blocks an IP for good", async () => {
     await fc.assert(

@@ -80,6 +80,33 @@ export async function readClaimsOf(store: IpamStore, refs: readonly ClaimRef[]):
   return Promise.all(refs.map((ref) => store.readClaim(ref)));
 }
 
+/** What a store wrapper remembers of one claim: the answer (undefined: not claimed), or nothing known. */
+export type RecalledClaim = { stored: StoredClaim | undefined } | undefined;
+
+/**
+ * Several claims through a wrapper's memory: each claim `recall` answers costs no request, the
+ * others are read together from `store` (readClaimsOf) and handed to `learn`. In the order asked.
+ */
+export async function readClaimsThrough(
+  store: IpamStore,
+  refs: readonly ClaimRef[],
+  memory: { recall(ref: ClaimRef): RecalledClaim; learn?(ref: ClaimRef, read: StoredClaim | undefined): void },
+): Promise<(StoredClaim | undefined)[]> {
+  const recalled = refs.map((ref) => memory.recall(ref));
+  const read = await readClaimsOf(
+    store,
+    refs.filter((_, i) => recalled[i] === undefined),
+  );
+  let next = 0;
+  return refs.map((ref, i) => {
+    const known = recalled[i];
+    if (known !== undefined) return known.stored;
+    const answer = read[next++];
+    memory.learn?.(ref, answer);
+    return answer;
+  });
+}
+
 /**
  * Each claim's version when it names exactly this pool and its key (undefined otherwise), the
  * claims read together (`readClaimsOf`); read by a release *before* it writes the pool, so that

@@ -33,6 +33,8 @@ export interface MemoryStoreOptions {
   atomicCommit?: boolean;
   /** With atomicCommit: also accept the entry-level "reserve"/"unreserve" steps (like etcd). Default false. */
   entryWrites?: boolean;
+  /** Offer the optional `readClaims`: several claims in one call (like etcd). Default false. */
+  claimBatches?: boolean;
 }
 
 export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
@@ -131,5 +133,6 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
     async close() {},
   };
   if (options.atomicCommit === true) store.commit = commit;
+  if (options.claimBatches === true) store.readClaims = async (refs) => Promise.all(refs.map((ref) => store.readClaim(ref)));
   return store;
 }

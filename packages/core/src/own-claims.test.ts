@@ -79,3 +79,30 @@ describe.each<[string, MemoryStoreOptions]>([
     expect(reads() - before).toBe(1);
   });
 });
+
+describe("withOwnClaimMemory over a store that reads several claims in one request", () => {
+  it("answers the claims it wrote from memory and reads only the others, together; offered only where the store reads batches", async () => {
+    const shared = createMemoryStore({ claimBatches: true });
+    const batches: string[][] = [];
+    const readClaims = shared.readClaims;
+    if (readClaims === undefined) throw new Error("the memory store offers readClaims with claimBatches");
+    const counted: IpamStore = {
+      ...shared,
+      readClaims: (refs) => {
+        batches.push(refs.map((r) => r.address));
+        return readClaims.call(shared, refs);
+      },
+    };
+    const remembering = withOwnClaimMemory(counted);
+    const claim = (id: string) => ({ pool: { network: "", cidr: range.cidr.text }, key: key(id) });
+    const mine = { network: "", address: "10.0.0.1" };
+    const theirs = { network: "", address: "10.0.0.2" };
+    const nobody = { network: "", address: "10.0.0.3" };
+    const myVersion = await remembering.writeClaim(mine, claim("a"), undefined);
+    const theirVersion = await shared.writeClaim(theirs, claim("b"), undefined);
+    const read = await remembering.readClaims?.([mine, theirs, nobody]);
+    expect(read?.map((r) => r?.version)).toEqual([myVersion, theirVersion, undefined]);
+    expect(batches).toEqual([["10.0.0.2", "10.0.0.3"]]);
+    expect(withOwnClaimMemory(createMemoryStore()).readClaims).toBeUndefined();
+  });
+});

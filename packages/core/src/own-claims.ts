@@ -1,3 +1,4 @@
+import { readClaimsThrough } from "./claims.js";
 import { delegatingStore } from "./delegating-store.js";
 import { isAffinityNetwork } from "./node-blocks.js";
 import { RecentMap } from "./recent-map.js";
@@ -42,6 +43,14 @@ export function withOwnClaimMemory(store: IpamStore, options: OwnClaimMemoryOpti
       await store.deleteClaim(ref, expected);
     },
   };
+  // several claims in one request where the store can: those it wrote cost nothing
+  if (store.readClaims !== undefined) {
+    const recall = (ref: ClaimRef) => {
+      const mine = known.get(claimId(ref));
+      return mine === undefined ? undefined : { stored: mine };
+    };
+    overrides.readClaims = (refs) => readClaimsThrough(store, refs, { recall });
+  }
   const commit = store.commit;
   if (commit !== undefined) {
     overrides.commit = async (writes) => {

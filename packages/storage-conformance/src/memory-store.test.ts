@@ -2,12 +2,18 @@ import { createMemoryStore } from "@ipamkit/core";
 import { describeStoreConformance } from "./index.js";
 
 // The in-memory reference store passes the same suite as every other store — once with separate
-// writes (like the file and Kubernetes stores) and once with atomic commits (like etcd).
+// writes (like the file and Kubernetes stores), and with atomic commits and claim batches (like etcd).
 describeStoreConformance({ name: "memory", create: () => createMemoryStore() });
 describeStoreConformance({ name: "memory (atomic commit)", create: () => createMemoryStore({ atomicCommit: true }), atomicCommit: true });
 describeStoreConformance({
   name: "memory (entry-level commits)",
   create: () => createMemoryStore({ atomicCommit: true, entryWrites: true }),
+  atomicCommit: true,
+  entryWrites: true,
+});
+describeStoreConformance({
+  name: "memory (entry-level commits, claim batches: like etcd)",
+  create: () => createMemoryStore({ atomicCommit: true, entryWrites: true, claimBatches: true }),
   atomicCommit: true,
   entryWrites: true,
 });
