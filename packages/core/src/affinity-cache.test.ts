@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createAffinityMemory, withAffinityCache } from "./affinity-cache.js";
 import { createNodeBlockIpam } from "./block-ipam.js";
-import { RangeExhaustedError } from "./errors.js";
+import { RangeExhaustedError, StoreConflictError } from "./errors.js";
 import { formatIp } from "./ip.js";
 import { attachmentKey } from "./key.js";
 import { createMemoryStore } from "./memory-store.js";
@@ -14,30 +14,43 @@ import {
   blockRange,
   nodeBlockOrder,
 } from "./node-blocks.js";
-import { parseRange } from "./range.js";
+import { parseRange, type Range } from "./range.js";
 import type { IpamStore } from "./store.js";
 
-/** Counts the claim calls that reach the store, by network: reads, and (separately) writes. */
-function countingReads(store: IpamStore): { store: IpamStore; reads: Map<string, number>; writes: Map<string, number> } {
+/**
+ * Counts the claim calls that reach the store, by network: reads one at a time, and (separately)
+ * writes; and the size of each batch read (`readClaims`, offered where the store offers it).
+ */
+function countingReads(store: IpamStore): {
+  store: IpamStore;
+  reads: Map<string, number>;
+  writes: Map<string, number>;
+  batches: number[];
+} {
   const reads = new Map<string, number>();
   const writes = new Map<string, number>();
-  return {
-    reads,
-    writes,
-    store: {
-      ...store,
-      name: store.name,
-      capabilities: store.capabilities,
-      readClaim: (ref, options) => {
-        reads.set(ref.network, (reads.get(ref.network) ?? 0) + 1);
-        return store.readClaim(ref, options);
-      },
-      writeClaim: (ref, claim, expected) => {
-        writes.set(ref.network, (writes.get(ref.network) ?? 0) + 1);
-        return store.writeClaim(ref, claim, expected);
-      },
+  const batches: number[] = [];
+  const counted: IpamStore = {
+    ...store,
+    name: store.name,
+    capabilities: store.capabilities,
+    readClaim: (ref, options) => {
+      reads.set(ref.network, (reads.get(ref.network) ?? 0) + 1);
+      return store.readClaim(ref, options);
+    },
+    writeClaim: (ref, claim, expected) => {
+      writes.set(ref.network, (writes.get(ref.network) ?? 0) + 1);
+      return store.writeClaim(ref, claim, expected);
     },
   };
+  const readClaims = store.readClaims;
+  if (readClaims !== undefined) {
+    counted.readClaims = (refs) => {
+      batches.push(refs.length);
+      return readClaims.call(store, refs);
+    };
+  }
+  return { reads, writes, batches, store: counted };
 }
 
 describe("withAffinityCache", () => {
@@ -197,6 +210,114 @@ describe("withAffinityCache", () => {
       await alone.readClaim(ref);
       await alone.readClaim(ref, { fresh: true });
       expect(counted.reads.get(affinity)).toBe(2);
+    });
+  });
+
+  describe("reading several claims in one request (a store with readClaims, like etcd)", () => {
+    const affinity = affinityNetworkOf("net");
+    const layout = blockLayout(range, 16);
+    const order = (node: string) =>
+      [...nodeBlockOrder(layout, node)].map((index) => blockRange(layout, index)).filter((b) => b !== undefined);
+    const refsOf = (node: string, from: number, to: number) =>
+      order(node)
+        .slice(from, to)
+        .map((b) => affinityClaimRef("net", b));
+    /** Node `owner` claims these blocks, straight in the store. */
+    const claimAll = async (store: IpamStore, owner: string, blocks: Range[]) => {
+      for (const b of blocks) {
+        const claim = { pool: blockPoolRef("net", b), key: attachmentKey({ containerId: owner, ifName: AFFINITY_IF_NAME }) };
+        await store.writeClaim(affinityClaimRef("net", b), claim, undefined);
+      }
+    };
+
+    it("answers the claims it remembers from memory and reads only the others, together; it is offered only where the store reads batches", async () => {
+      const memory = createMemoryStore({ claimBatches: true });
+      await claimAll(memory, "n2", order("n1").slice(0, 2));
+      const { store, reads, batches } = countingReads(memory);
+      const cached = withAffinityCache(store, { soleWriter: () => true });
+      const [first] = refsOf("n1", 0, 1);
+      expect((first && (await cached.readClaim(first)))?.claim.key.containerId).toBe("n2");
+      const four = refsOf("n1", 0, 4);
+      const plainClaim = { network: "", address: "10.0.0.5" };
+      const answers = await cached.readClaims?.([...four, plainClaim]);
+      expect(answers?.map((a) => a?.claim.key.containerId)).toEqual(["n2", "n2", undefined, undefined, undefined]);
+      // the first was remembered: 3 affinity claims and the address claim, in one request
+      expect(batches).toEqual([4]);
+      // now all four are remembered (two claimed, two unclaimed); an address claim is read every time
+      expect((await cached.readClaims?.(four))?.map((a) => a?.claim.key.containerId)).toEqual(["n2", "n2", undefined, undefined]);
+      await cached.readClaims?.([plainClaim, ...four]);
+      expect(batches).toEqual([4]);
+      expect(reads.get(affinity)).toBe(1);
+      expect(reads.get("")).toBe(1); // the lone address claim, one readClaim
+      expect(withAffinityCache(createMemoryStore()).readClaims).toBeUndefined();
+    });
+
+    it("a claim lost to another node forgets every block of that network it remembered as unclaimed, and only of that network", async () => {
+      const memory = createMemoryStore({ claimBatches: true });
+      const { store, batches } = countingReads(memory);
+      const cached = withAffinityCache(store, { soleWriter: () => true });
+      const here = refsOf("n1", 0, 3);
+      const elsewhere = order("n1")
+        .slice(0, 2)
+        .map((b) => affinityClaimRef("other", b));
+      await cached.readClaims?.([...here, ...elsewhere]); // all unclaimed, all remembered
+      const [lost] = order("n1");
+      if (lost === undefined) throw new Error("n1 has a block");
+      await claimAll(memory, "n2", [lost]);
+      const mine = { pool: blockPoolRef("net", lost), key: attachmentKey({ containerId: "n1", ifName: AFFINITY_IF_NAME }) };
+      await expect(cached.writeClaim(affinityClaimRef("net", lost), mine, undefined)).rejects.toBeInstanceOf(StoreConflictError);
+      const again = await cached.readClaims?.([...here, ...elsewhere]);
+      expect(again?.map((a) => a?.claim.key.containerId)).toEqual(["n2", undefined, undefined, undefined, undefined]);
+      // the three of "net" were read afresh; those of "other" came from memory
+      expect(batches).toEqual([5, 3]);
+    });
+
+    it("a fresh node whose next blocks other nodes took walks past them in one request; then its ADDs and DELs read no claim", async () => {
+      const walk = async (claimBatches: boolean) => {
+        const memory = createMemoryStore({ claimBatches });
+        await claimAll(memory, "n2", order("n1").slice(0, 5));
+        const counted = countingReads(memory);
+        const ipam = createNodeBlockIpam({
+          store: withAffinityCache(counted.store, { soleWriter: () => true }),
+          node: "n1",
+          blockSize: 16,
+        });
+        const [first] = await ipam.allocate({ network: "net", ranges: [range], key: key("c0") });
+        const afterFirst = { reads: counted.reads.get(affinity) ?? 0, batches: [...counted.batches] };
+        for (let i = 1; i < 20; i++) await ipam.allocate({ network: "net", ranges: [range], key: key(`c${i}`) });
+        for (let i = 0; i < 20; i++) await ipam.release({ network: "net", ranges: [range], key: key(`c${i}`) });
+        const owners = await Promise.all(
+          order("n1").map(async (b) => (await memory.readClaim(affinityClaimRef("net", b)))?.claim.key.containerId),
+        );
+        return { first, afterFirst, total: { reads: counted.reads.get(affinity) ?? 0, batches: counted.batches }, owners };
+      };
+      const batched = await walk(true);
+      const single = await walk(false);
+      // the same blocks: n1 claims the 6th and 7th of its order (20 addresses, blocks of 16)
+      expect(batched.owners).toEqual(single.owners);
+      expect(batched.owners.slice(0, 8)).toEqual(["n2", "n2", "n2", "n2", "n2", "n1", "n1", undefined]);
+      expect(batched.first?.address).toEqual(single.first?.address);
+      // one at a time: the five taken blocks and the first unclaimed one (claimed), then the next
+      // unclaimed one (claimed when the first filled), then the one after it
+      expect(single.afterFirst).toEqual({ reads: 6, batches: [] });
+      expect(single.total).toEqual({ reads: 8, batches: [] });
+      // in one request: the first 8 of its order (5 taken, 3 unclaimed, remembered); nothing after
+      expect(batched.afterFirst).toEqual({ reads: 0, batches: [8] });
+      expect(batched.total).toEqual({ reads: 0, batches: [8] });
+    });
+
+    it("reads ahead in doubling windows along a long walk", async () => {
+      const wide = parseRange({ range: "10.0.0.0/20" }); // 256 blocks of 16
+      const wideLayout = blockLayout(wide, 16);
+      const wideOrder = [...nodeBlockOrder(wideLayout, "n1")].map((index) => blockRange(wideLayout, index)).filter((b) => b !== undefined);
+      const memory = createMemoryStore({ claimBatches: true });
+      await claimAll(memory, "n2", wideOrder.slice(0, 20));
+      const counted = countingReads(memory);
+      const ipam = createNodeBlockIpam({ store: withAffinityCache(counted.store), node: "n1", blockSize: 16 });
+      await ipam.allocate({ network: "net", ranges: [wide], key: key("c0") });
+      // 8 taken, then 16 more: 12 taken and the first unclaimed one, which n1 claims
+      expect(counted.batches).toEqual([8, 16]);
+      expect((await memory.readClaim(affinityClaimRef("net", wideOrder[20] as Range)))?.claim.key.containerId).toBe("n1");
     });
   });
 });

@@ -1,6 +1,8 @@
+import { type RecalledClaim, readClaimsThrough } from "./claims.js";
 import { delegatingStore } from "./delegating-store.js";
+import { StoreConflictError } from "./errors.js";
 import { isAffinityNetwork } from "./node-blocks.js";
-import { claimId, type IpamStore, type StoredClaim } from "./store.js";
+import { type ClaimRef, claimId, type IpamStore, type StoredClaim, type Version } from "./store.js";
 
 /** What a process remembers of block-affinity claims; one may serve several store instances of one backend. */
 export interface AffinityMemory {
@@ -36,33 +38,57 @@ export interface AffinityCacheOptions {
  * and if an operator did delete one, safety would not suffer: every address is still reserved by
  * compare-and-swap in its block pool — affinity only spreads the writes (DESIGN.md). With
  * `soleWriter`, blocks read as unclaimed are remembered too, and forgotten whenever this process
- * tries to claim one (so a block another node took costs one failed claim, then a fresh read).
+ * tries to claim one (so a block another node took costs one failed claim, then a fresh read);
+ * a claim lost to another node forgets every block of that network remembered as unclaimed, since
+ * other nodes are claiming there. Where the store reads several claims in one request
+ * (`readClaims`), so does this wrapper, reading only those it does not remember.
  * A read with `fresh` goes to the store and updates the memory. Every other call, and every
  * other claim, goes straight to the store.
  */
 export function withAffinityCache(store: IpamStore, options: AffinityCacheOptions = {}): IpamStore {
   const { claimed, unclaimed } = options.memory ?? createAffinityMemory();
   const soleWriter = options.soleWriter ?? (() => false);
-  return delegatingStore(store, {
-    async readClaim(ref, readOptions) {
-      if (!isAffinityNetwork(ref.network)) return store.readClaim(ref, readOptions);
-      const id = claimId(ref);
-      const fresh = readOptions?.fresh === true;
-      const hit = fresh ? undefined : claimed.get(id);
-      if (hit !== undefined) return hit;
-      const sole = soleWriter(ref.network);
-      if (sole && !fresh && unclaimed.has(id)) return undefined;
+  /** The answer from memory, if it may be given without a request. */
+  const recall = (ref: ClaimRef): RecalledClaim => {
+    if (!isAffinityNetwork(ref.network)) return undefined;
+    const id = claimId(ref);
+    const hit = claimed.get(id);
+    if (hit !== undefined) return { stored: hit };
+    return soleWriter(ref.network) && unclaimed.has(id) ? { stored: undefined } : undefined;
+  };
+  const learn = (ref: ClaimRef, read: StoredClaim | undefined): void => {
+    if (!isAffinityNetwork(ref.network)) return;
+    const id = claimId(ref);
+    if (read !== undefined) {
       unclaimed.delete(id);
+      claimed.set(id, read);
+    } else if (soleWriter(ref.network)) unclaimed.add(id);
+    else unclaimed.delete(id);
+  };
+  /** Another node claims blocks of this network: what this process saw unclaimed there is read afresh. */
+  const forgetUnclaimed = (affinityNetwork: string): void => {
+    const prefix = claimId({ network: affinityNetwork, address: "" });
+    for (const id of unclaimed) if (id.startsWith(prefix)) unclaimed.delete(id);
+  };
+  const overrides: Partial<IpamStore> = {
+    async readClaim(ref, readOptions) {
+      const known = readOptions?.fresh === true ? undefined : recall(ref);
+      if (known !== undefined) return known.stored;
       const read = await store.readClaim(ref, readOptions);
-      if (read !== undefined) claimed.set(id, read);
-      else if (sole) unclaimed.add(id);
+      learn(ref, read);
       return read;
     },
     async writeClaim(ref, claim, expected) {
       if (!isAffinityNetwork(ref.network)) return store.writeClaim(ref, claim, expected);
       // taken by another node, or an outcome not known: read it afresh next time
       unclaimed.delete(claimId(ref));
-      const version = await store.writeClaim(ref, claim, expected);
+      let version: Version;
+      try {
+        version = await store.writeClaim(ref, claim, expected);
+      } catch (error) {
+        if (error instanceof StoreConflictError) forgetUnclaimed(ref.network);
+        throw error;
+      }
       claimed.set(claimId(ref), { claim, version });
       return version;
     },
@@ -71,5 +97,8 @@ export function withAffinityCache(store: IpamStore, options: AffinityCacheOption
       unclaimed.delete(claimId(ref));
       await store.deleteClaim(ref, expected);
     },
-  });
+  };
+  // several claims read in one request where the store can: those remembered cost nothing
+  if (store.readClaims !== undefined) overrides.readClaims = (refs) => readClaimsThrough(store, refs, { recall, learn });
+  return delegatingStore(store, overrides);
 }

@@ -12,6 +12,9 @@ import { withPoolRecall } from "./pool-recall.js";
 import { parseRange, type Range } from "./range.js";
 import type { IpamStore } from "./store.js";
 
+/** The memory store offering what etcd's does: entry-level commits and several claims read in one request. */
+const ETCD_LIKE: MemoryStoreOptions = { atomicCommit: true, entryWrites: true, claimBatches: true };
+
 const key = (id: string, ifName = "net1") => attachmentKey({ containerId: id, ifName });
 
 /** Every stored reservation, read straight from the store: address → [pool, key]. */
@@ -263,6 +266,8 @@ describe("per-node blocks", () => {
     [", entry-level commits (like etcd), each node as the agent", "agent", { atomicCommit: true, entryWrites: true }],
     [", each node as the agent that is its node's only writer (unclaimed blocks remembered too)", "sole agent", {}],
     [", entry-level commits, each node as the only writer's agent", "sole agent", { atomicCommit: true, entryWrites: true }],
+    [", etcd-like (entry-level commits, claim batches), each node as the only writer's agent", "sole agent", ETCD_LIKE],
+    [", etcd-like, each node as the agent", "agent", ETCD_LIKE],
   ])(
     "never holds an address twice nor loses a reservation under concurrent nodes (random interleavings)%s",
     async (_name, kind, storeOptions) => {
@@ -289,6 +294,8 @@ describe("per-node blocks", () => {
             };
             const commit = store.commit;
             if (commit !== undefined) scheduled.commit = (writes) => wrap("commit", commit.call(store, writes));
+            const readClaims = store.readClaims;
+            if (readClaims !== undefined) scheduled.readClaims = (refs) => wrap("readClaims", readClaims.call(store, refs));
             const nodes = [0, 1, 2, 3].map((n) =>
               createNodeBlockIpam({
                 store: asProcess(kind, scheduled),

@@ -1,4 +1,5 @@
 import { findFree } from "./allocator.js";
+import { readClaimsOf } from "./claims.js";
 import { InvalidRequestError, RangeExhaustedError, StoreConflictError } from "./errors.js";
 import { cidrContains, parseCidr } from "./ip.js";
 import { type AllocateInput, type Assigned, createIpam, type IpamOptions, type Released, type ReleaseInput } from "./ipam.js";
@@ -52,6 +53,11 @@ interface NodeView {
   /** Other nodes' blocks — only collected when no block is unclaimed (then this node may borrow). */
   others: Range[];
 }
+
+/** Affinity claims read in the first request of a walk along the node's order, where the store reads several at once. */
+const READ_AHEAD = 8;
+/** At most this many in one request (etcd's store splits more into several transactions anyway). */
+const READ_AHEAD_MAX = 64;
 
 /** Re-plans after a block filled up between the read and the write, or a claim was lost. */
 const MAX_REPLANS = 16;
@@ -149,18 +155,36 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   /**
    * The node's blocks along its order, up to the first unclaimed one. A process that is its
    * node's only writer may answer "unclaimed" from memory (withAffinityCache's soleWriter); an
-   * answer that writes nothing must not rest on that ({@link confirmedUnclaimed}).
+   * answer that writes nothing must not rest on that ({@link confirmedUnclaimed}). Where the store
+   * reads several claims in one request, the claims are read ahead in windows along the order
+   * (READ_AHEAD, doubling up to READ_AHEAD_MAX): a node whose next blocks other nodes took walks
+   * past them in one request, not one each. Claims read beyond the first unclaimed one are only
+   * remembered (withAffinityCache), never used.
    */
   async function view(network: string, range: Range): Promise<NodeView> {
     const seen: NodeView = { own: [], unclaimed: undefined, others: [] };
-    for (const index of nodeBlockOrder(layoutOf(range), node)) {
-      const block = blockRange(layoutOf(range), index);
-      if (block === undefined) continue;
-      const stored = await store.readClaim(affinityClaimRef(network, block));
-      if (stored === undefined) return { ...seen, unclaimed: block, others: [] };
-      (stored.claim.key.containerId === node ? seen.own : seen.others).push(block);
+    const layout = layoutOf(range);
+    const order = nodeBlockOrder(layout, node);
+    const batches = store.readClaims !== undefined;
+    for (let window = batches ? READ_AHEAD : 1; ; window = batches ? Math.min(window * 2, READ_AHEAD_MAX) : 1) {
+      const blocks: Range[] = [];
+      while (blocks.length < window) {
+        const step = order.next();
+        if (step.done) break;
+        const block = blockRange(layout, step.value);
+        if (block !== undefined) blocks.push(block);
+      }
+      if (blocks.length === 0) return seen;
+      const claims = await readClaimsOf(
+        store,
+        blocks.map((block) => affinityClaimRef(network, block)),
+      );
+      for (const [i, block] of blocks.entries()) {
+        const stored = claims[i];
+        if (stored === undefined) return { ...seen, unclaimed: block, others: [] };
+        (stored.claim.key.containerId === node ? seen.own : seen.others).push(block);
+      }
     }
-    return seen;
   }
 
   /** The blocks that may hold this node's reservations (its own; everyone's once none is unclaimed). */
