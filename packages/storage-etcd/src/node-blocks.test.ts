@@ -1,4 +1,22 @@
-import { attachmentKey, createNodeBlockIpam, formatIp, type IpamStore, ipAt, parseCidr, parseRange } from "@ipamkit/core";
+import {
+  AFFINITY_IF_NAME,
+  affinityClaimRef,
+  attachmentKey,
+  blockLayout,
+  blockPoolRef,
+  blockRange,
+  createNodeBlockIpam,
+  delegatingStore,
+  formatIp,
+  type IpamStore,
+  ipAt,
+  nodeBlockOrder,
+  parseCidr,
+  parseRange,
+  withAffinityCache,
+  withOwnClaimMemory,
+  withPoolRecall,
+} from "@ipamkit/core";
 import { expect, inject, it } from "vitest";
 import { createEtcdStore } from "./index.js";
 
@@ -81,5 +99,60 @@ it("with two blocks, an ADD reads no pool (its other block fenced at the recalle
   } finally {
     await store.close();
     await otherStore.close();
+  }
+});
+
+it("a restarted agent walks past the blocks other nodes took in one transaction of claim reads, and then reads no claim", async () => {
+  const prefix = `/node-blocks/${process.pid}-${run++}/`;
+  const raw = createEtcdStore({ endpoints: [endpoint], prefix });
+  const wide = parseRange({ range: "10.91.0.0/20" }); // 256 blocks of 16
+  const layout = blockLayout(wide, 16);
+  const order = [...nodeBlockOrder(layout, "node-a")]
+    .slice(0, 8)
+    .map((index) => blockRange(layout, index))
+    .filter((block) => block !== undefined);
+  try {
+    // node-b took the first five blocks of node-a's order
+    for (const block of order.slice(0, 5)) {
+      const claim = { pool: blockPoolRef("net", block), key: attachmentKey({ containerId: "node-b", ifName: AFFINITY_IF_NAME }) };
+      await raw.writeClaim(affinityClaimRef("net", block), claim, undefined);
+    }
+    const calls: string[] = [];
+    const readClaims = raw.readClaims?.bind(raw);
+    if (readClaims === undefined) throw new Error("the etcd store reads several claims in one transaction");
+    const counted = delegatingStore(raw, {
+      readClaim: (ref, options) => {
+        calls.push("readClaim");
+        return raw.readClaim(ref, options);
+      },
+      readClaims: (refs) => {
+        calls.push(`readClaims(${refs.length})`);
+        return readClaims(refs);
+      },
+    });
+    // the node-local agent's stack, started afresh
+    const stack = withPoolRecall(withOwnClaimMemory(withAffinityCache(counted, { soleWriter: () => true })));
+    const agent = createNodeBlockIpam({ store: stack, node: "node-a", blockSize: 16 });
+    await agent.allocate({ network: "net", ranges: [wide], key: key("c0") });
+    expect(calls).toEqual(["readClaims(8)"]);
+    const ownerOf = async (n: number) => {
+      const block = order[n];
+      return block && (await raw.readClaim(affinityClaimRef("net", block)))?.claim.key.containerId;
+    };
+    const holds = async (n: number, id: string) => {
+      const block = order[n];
+      return block !== undefined && (await raw.readPool(blockPoolRef("net", block)))?.pool.forKey(key(id)) !== undefined;
+    };
+    expect(await ownerOf(5)).toBe("node-a");
+    expect(await holds(5, "c0")).toBe(true);
+    calls.length = 0;
+    for (let i = 1; i < 20; i++) await agent.allocate({ network: "net", ranges: [wide], key: key(`c${i}`) });
+    for (let i = 0; i < 20; i++) await agent.release({ network: "net", ranges: [wide], key: key(`c${i}`) });
+    // a second block claimed (the 7th, remembered as unclaimed from the first read), and nothing read
+    expect(calls).toEqual([]);
+    expect(await ownerOf(6)).toBe("node-a");
+    expect(await ownerOf(7)).toBeUndefined();
+  } finally {
+    await raw.close();
   }
 });
