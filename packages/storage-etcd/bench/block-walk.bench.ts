@@ -6,7 +6,7 @@
  * while the others do, walking past the blocks they took. Side by side, alternated, on fresh
  * prefixes: the etcd store as it is (claims read ahead in one transaction), and the same store
  * with `readClaims` hidden (one claim per request, as before). Counts the store calls that reach
- * etcd (each one request) and the time of the restarted nodes' ADDs.
+ * etcd (each one request) and the time of the restarted nodes' ADDs, after one uncounted warm-up round.
  * Run: pnpm --filter @ipamkit/storage-etcd bench:block-walk   (BENCH_ROUNDS=3 by default)
  */
 import {
@@ -87,6 +87,8 @@ async function run(endpoint: string, variant: Variant, round: number) {
 const etcd = await startEtcd();
 const results: Awaited<ReturnType<typeof run>>[] = [];
 try {
+  // a warm-up round, not counted: the first run of a process pays V8's compiling
+  for (const variant of ["one by one", "read ahead"] as Variant[]) await run(etcd.endpoint, variant, -1);
   for (let round = 0; round < ROUNDS; round++) {
     for (const variant of (round % 2 === 0 ? ["one by one", "read ahead"] : ["read ahead", "one by one"]) as Variant[]) {
       results.push(await run(etcd.endpoint, variant, round));
