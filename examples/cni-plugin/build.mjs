@@ -1,13 +1,16 @@
 // Builds the plugin as files that run when the dist folder is copied into a CNI bin directory:
 // dist/ipamkit (src/forwarder.c, a static program, musl when present: relays calls to the node-local agent, hands
 // every other call to ipamkit-node), dist/ipamkit-node (shebang; the Node forwarder), then minified
-// CommonJS that runs with plain `node`: dist/ipamkit-direct.cjs (the whole plugin, every dependency
-// bundled — ESM builds, so zod/mini tree-shakes — except the etcd client: grpc + .proto files at
-// run time, loaded only for datastore "etcd"), dist/ipamkit-kubernetes.cjs (the Kubernetes store
-// and @kubernetes/client-node, ~1 MB, loaded only for datastore "kubernetes") and
-// dist/ipamkit-agent (the agent, shebang); dist/ipamkit-kubernetes.cjs.v8cache (V8's code cache for it).
+// CommonJS that runs with plain `node`: dist/ipamkit-direct.cjs (the whole plugin but the stores'
+// clients, every dependency bundled — ESM builds, so zod/mini tree-shakes), dist/ipamkit-etcd.cjs
+// (the etcd store, etcd3 and gRPC, its schema inlined, loaded only for datastore "etcd"),
+// dist/ipamkit-kubernetes.cjs (the Kubernetes store and @kubernetes/client-node, ~1 MB, loaded
+// only for datastore "kubernetes") and dist/ipamkit-agent (the agent, shebang); and V8's code
+// cache for each of the two store bundles (<bundle>.v8cache).
 import { spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import { build } from "esbuild";
 
 /** One minified CommonJS bundle for Node 20, resolving sibling packages to their sources. */
@@ -24,17 +27,65 @@ const bundle = (options) =>
     ...options,
   });
 
+/**
+ * etcd3 parses its gRPC schema (proto/rpc.proto, beside its lib/) with @grpc/proto-loader's
+ * loadSync when it is loaded: ~0.1 s of CPU at every agent start and direct-mode etcd call, and a
+ * file the bundle would have to carry. Here the schema is parsed once, at build time, by the same
+ * protobuf.js, and the bundle builds the same package definition from it with proto-loader's
+ * fromJSON (the build checks that the two definitions are identical). A changed etcd3 whose call
+ * no longer reads as below fails the build instead of being bundled unpatched.
+ */
+const etcdSchemaInline = {
+  name: "etcd-schema-inline",
+  setup(plugin) {
+    const etcd3 = dirname(createRequire(import.meta.url).resolve("etcd3/package.json"));
+    const fromEtcd3 = createRequire(join(etcd3, "lib", "index.js"));
+    const loader = fromEtcd3("@grpc/proto-loader");
+    const protobuf = fromEtcd3("protobufjs");
+    const call =
+      /\(0, proto_loader_1\.loadSync\)\(`\$\{__dirname\}\/\.\.\/proto\/rpc\.proto`, (\{\s*keepCase: true,\s*longs: String,\s*enums: String,\s*defaults: true,\s*oneofs: true,\s*\})\)/;
+    plugin.onLoad({ filter: /etcd3[\\/]lib[\\/]connection-pool\.js$/ }, (args) => {
+      const source = readFileSync(args.path, "utf8");
+      const found = call.exec(source);
+      if (found === null) throw new Error(`build: ${args.path} no longer loads proto/rpc.proto as expected; update etcdSchemaInline`);
+      const file = join(etcd3, "proto", "rpc.proto");
+      const options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
+      const root = new protobuf.Root();
+      root.loadSync(file, { keepCase: true });
+      const schema = JSON.stringify(root.toJSON());
+      const parsed = describe(loader.loadSync(file, options));
+      if (parsed !== describe(loader.fromJSON(JSON.parse(schema), options))) {
+        throw new Error("build: etcd's gRPC schema from JSON differs from the one parsed from proto/rpc.proto");
+      }
+      return { contents: source.replace(found[0], `(0, proto_loader_1.fromJSON)(${schema}, ${found[1]})`), loader: "js" };
+    });
+  },
+};
+
+/** A gRPC package definition as comparable text: each name, its descriptor bytes, and each method's path and streaming. */
+function describe(definition) {
+  return JSON.stringify(
+    Object.entries(definition).map(([name, entry]) => [
+      name,
+      (entry.fileDescriptorProtos ?? []).map((bytes) => Buffer.from(bytes).toString("base64")),
+      entry.format === undefined
+        ? Object.entries(entry).map(([method, m]) => [method, m.path, m.requestStream, m.responseStream, m.requestType?.type?.name])
+        : [entry.format, JSON.stringify(entry.type)],
+    ]),
+  );
+}
+
 rmSync("dist", { recursive: true, force: true });
 mkdirSync("dist");
 // dist/ipamkit-node is only the Node forwarder (~4 KB); the plugin itself is dist/ipamkit-direct.cjs
 await bundle({ entryPoints: ["src/main.ts"], outfile: "dist/ipamkit-node", banner: { js: "#!/usr/bin/env node" } });
-await bundle({ entryPoints: ["src/direct.ts"], outfile: "dist/ipamkit-direct.cjs", external: ["etcd3", "cockatiel"] });
+await bundle({ entryPoints: ["src/direct.ts"], outfile: "dist/ipamkit-direct.cjs" });
 await bundle({ entryPoints: ["src/kubernetes.ts"], outfile: "dist/ipamkit-kubernetes.cjs" });
-// the node-local agent: same store loading (etcd3 beside it, the Kubernetes bundle above), plus pino
+await bundle({ entryPoints: ["src/etcd.ts"], outfile: "dist/ipamkit-etcd.cjs", plugins: [etcdSchemaInline] });
+// the node-local agent: same store loading (the etcd and Kubernetes bundles above), plus pino
 await bundle({
   entryPoints: ["src/agent.ts"],
   outfile: "dist/ipamkit-agent",
-  external: ["etcd3", "cockatiel"],
   banner: { js: "#!/usr/bin/env node" },
 });
 chmodSync("dist/ipamkit-node", 0o755);
@@ -58,12 +109,12 @@ if (compiled.error?.code === "ENOENT") {
 }
 // keeps the extensionless file CommonJS inside this ESM workspace package
 writeFileSync("dist/package.json", '{"type":"commonjs"}\n');
-// V8's code cache for the Kubernetes bundle (src/bundle-loader.ts), made by this Node with no V8 flags
+// V8's code cache for the store bundles (src/bundle-loader.ts), made by this Node with no V8 flags
 // — a Node that differs rejects it and compiles from source
 await bundle({ entryPoints: ["src/write-code-cache.ts"], outfile: "dist/.write-code-cache.cjs" });
-const cached = spawnSync(process.execPath, ["dist/.write-code-cache.cjs", "dist/ipamkit-kubernetes.cjs"], {
+const cached = spawnSync(process.execPath, ["dist/.write-code-cache.cjs", "dist/ipamkit-kubernetes.cjs", "dist/ipamkit-etcd.cjs"], {
   stdio: "inherit",
   env: { ...process.env, NODE_OPTIONS: "" },
 });
 rmSync("dist/.write-code-cache.cjs");
-if (cached.status !== 0) throw new Error("build: writing the code cache of dist/ipamkit-kubernetes.cjs failed");
+if (cached.status !== 0) throw new Error("build: writing the code caches of dist/ipamkit-kubernetes.cjs and dist/ipamkit-etcd.cjs failed");

@@ -14,7 +14,7 @@ export async function openStore(config: IpamConfig): Promise<IpamStore> {
       return createFileStore({ dir: config.dataDir });
     }
     case "etcd": {
-      const { createEtcdStore, etcdOptionsFromWhereabouts } = await loadEtcdStore();
+      const { createEtcdStore, etcdOptionsFromWhereabouts } = loadEtcdStore();
       return createEtcdStore(etcdOptionsFromWhereabouts(whereaboutsEtcdKeys(config.etcd)));
     }
     case "kubernetes": {
@@ -35,7 +35,7 @@ export async function openStore(config: IpamConfig): Promise<IpamStore> {
  */
 export async function loadStoreCode(datastore: Datastore): Promise<void> {
   if (datastore === "file") await loadFileStore();
-  else if (datastore === "etcd") await loadEtcdStore();
+  else if (datastore === "etcd") loadEtcdStore();
   else loadKubernetesStore();
 }
 
@@ -43,13 +43,15 @@ function loadFileStore(): Promise<typeof import("@ipamkit/storage-file")> {
   return import("@ipamkit/storage-file");
 }
 
-async function loadEtcdStore(): Promise<typeof import("@ipamkit/storage-etcd")> {
+/** dist/ipamkit-etcd.cjs, next to this file: etcd's client is parsed only when chosen (with its code cache). */
+function loadEtcdStore(): typeof import("./etcd.js") {
+  const path = join(__dirname, "ipamkit-etcd.cjs");
   try {
-    return await import("@ipamkit/storage-etcd");
+    return requireBundle(path).exports as typeof import("./etcd.js");
   } catch (error) {
     throw new CniError(
       CNI_CODES.UNSUPPORTED_FIELD,
-      `ipam.datastore "etcd": the etcd client (npm package etcd3) cannot be loaded beside this plugin: ${(error as Error).message.split("\n")[0]}`,
+      `ipam.datastore "etcd": the etcd store (${path}) cannot be loaded beside this plugin: ${(error as Error).message.split("\n")[0]}`,
     );
   }
 }

@@ -197,25 +197,26 @@ for (const mode of ["direct", "agent"] as const) {
       expect(check.json?.code).toBe(104);
     });
 
-    // direct mode only: the agent loads etcd3 from its own node_modules
+    // direct mode only: the agent is started from dist/
     if (mode === "direct") {
-      it("runs copied into a bin directory (ipamkit, ipamkit-node, ipamkit-direct.cjs), and an ADD on the file store loads no etcd client", async () => {
+      it("runs copied into a bin directory with no node_modules (ipamkit, ipamkit-node, ipamkit-direct.cjs); the etcd store only with ipamkit-etcd.cjs beside it", async () => {
         const bin = join(dir, "bin");
-        const { mkdirSync } = await import("node:fs");
+        const { chmodSync, mkdirSync } = await import("node:fs");
         mkdirSync(bin);
         for (const name of ["ipamkit", "ipamkit-node", "ipamkit-direct.cjs"]) copyFileSync(join(PLUGIN, "..", name), join(bin, name));
-        const { chmodSync } = await import("node:fs");
         chmodSync(join(bin, "ipamkit"), 0o755);
         chmodSync(join(bin, "ipamkit-node"), 0o755);
         const ok = await runPlugin(cniEnv("ADD"), netconf("1.0.0"), join(bin, "ipamkit"));
         expect(ok.code).toBe(0);
-        const etcd = await runPlugin(
-          cniEnv("ADD"),
-          netconf("1.0.0", { datastore: "etcd", etcd_host: "127.0.0.1:9" }),
-          join(bin, "ipamkit"),
-        );
-        expect(etcd.json?.code).toBe(2);
-        expect(String(etcd.json?.msg)).toContain("etcd3");
+        // nothing listens on port 9: with the etcd bundle loaded, the call fails on the store, not on the code
+        const etcdConf = netconf("1.0.0", { datastore: "etcd", etcd_host: "127.0.0.1:9" });
+        const missing = await runPlugin(cniEnv("ADD", "e1"), etcdConf, join(bin, "ipamkit"));
+        expect(missing.json?.code).toBe(2);
+        expect(String(missing.json?.msg)).toContain("ipamkit-etcd.cjs");
+        copyFileSync(join(PLUGIN, "..", "ipamkit-etcd.cjs"), join(bin, "ipamkit-etcd.cjs"));
+        const loaded = await runPlugin(cniEnv("ADD", "e1"), etcdConf, join(bin, "ipamkit"));
+        expect(loaded.json?.code).toBe(11);
+        expect(String(loaded.json?.msg)).toContain("127.0.0.1:9");
       });
     }
 
