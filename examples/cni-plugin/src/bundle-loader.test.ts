@@ -20,7 +20,10 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 const bundle = () => join(dir, BUNDLE);
 const storeFactory = (exports: unknown) => typeof (exports as { createKubernetesStore?: unknown }).createKubernetesStore;
 
-it("the build's cache is accepted by the Node that runs the agent (plain node, no flags)", () => {
+it.each([
+  ["ipamkit-kubernetes.cjs", "createKubernetesStore"],
+  ["ipamkit-etcd.cjs", "createEtcdStore"],
+])("the build's cache of %s is accepted by the Node that runs the agent (plain node, no flags)", (name, factory) => {
   // a child process as the agent runs: the test runner's own process may carry other V8 flags
   const loader = join(dir, "loader.cjs");
   buildSync({
@@ -32,8 +35,8 @@ it("the build's cache is accepted by the Node that runs the agent (plain node, n
     logLevel: "warning",
   });
   const driver = `const { requireBundle } = require(${JSON.stringify(loader)});
-    const r = requireBundle(${JSON.stringify(join(DIST, BUNDLE))});
-    process.stdout.write(JSON.stringify({ cache: r.cache, factory: typeof r.exports.createKubernetesStore }));`;
+    const r = requireBundle(${JSON.stringify(join(DIST, name))});
+    process.stdout.write(JSON.stringify({ cache: r.cache, factory: typeof r.exports[${JSON.stringify(factory)}] }));`;
   const answer = execFileSync(process.execPath, ["-e", driver], { encoding: "utf8", env: { PATH: process.env.PATH ?? "" } });
   expect(JSON.parse(answer)).toEqual({ cache: "accepted", factory: "function" });
 });
