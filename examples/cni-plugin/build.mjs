@@ -57,7 +57,9 @@ const etcdSchemaInline = {
       if (parsed !== describe(loader.fromJSON(JSON.parse(schema), options))) {
         throw new Error("build: etcd's gRPC schema from JSON differs from the one parsed from proto/rpc.proto");
       }
-      return { contents: source.replace(found[0], `(0, proto_loader_1.fromJSON)(${schema}, ${found[1]})`), loader: "js" };
+      // a replacer function: the schema's text is inserted as it is (a string would expand "$&" and the like)
+      const inlined = source.replace(found[0], () => `(0, proto_loader_1.fromJSON)(${schema}, ${found[1]})`);
+      return { contents: inlined, loader: "js" };
     });
   },
 };
