@@ -40,32 +40,38 @@ export interface ObjectApiOptions {
 
 const resolved = <T>(value: T) => new Observable(Promise.resolve(value));
 
+/** Attempts of one request whose kept-alive connections keep being reset (each reset costs no time). */
+export const RESET_ATTEMPTS = 3;
+
+const isReset = (error: unknown): boolean => {
+  const e = error as { code?: unknown; message?: unknown };
+  return e?.code === "ECONNRESET" || (typeof e?.message === "string" && e.message.includes("ECONNRESET"));
+};
+
 /**
- * Runs a request again once when the kept-alive connection it went out on had just been closed by
- * the server (ECONNRESET on a reused socket: the API server's idle timeout raced our reuse). Safe
- * for every request the store makes: GETs are idempotent, and a write the server did apply fails
- * its precondition the second time (409, or 404 for a delete). That refusal cannot tell whether
- * the first attempt was applied, so for a write (`write`: what it was) it is reported as
- * StoreUnavailableError — outcome unknown, retryable — never as a conflict, which would tell the
- * caller that nothing was written (core then undoes a claim it created for that write).
+ * Runs a request again when the kept-alive connection it went out on had just been closed by the
+ * server (ECONNRESET on a reused socket: the API server's idle timeout raced our reuse), up to
+ * RESET_ATTEMPTS in all: under load, the next idle connection of the pool may have been closed the
+ * same way. Safe for every request the store makes: GETs are idempotent, and a write the server
+ * did apply fails its precondition when sent again (409, or 404 for a delete). That refusal cannot
+ * tell whether an earlier attempt was applied, so for a write (`write`: what it was) it is
+ * reported as StoreUnavailableError — outcome unknown, retryable — never as a conflict, which
+ * would tell the caller that nothing was written (core then undoes a claim it created for that
+ * write).
  */
 export async function retryOnReset<T>(request: () => Promise<T>, options: { write?: string } = {}): Promise<T> {
-  try {
-    return await request();
-  } catch (error) {
-    const e = error as { code?: unknown; message?: unknown };
-    const reset = e?.code === "ECONNRESET" || (typeof e?.message === "string" && e.message.includes("ECONNRESET"));
-    if (!reset) throw error;
-  }
-  try {
-    return await request();
-  } catch (error) {
-    const { status } = apiFailure(error);
-    if (options.write === undefined || (status !== 409 && status !== 404)) throw error;
-    throw new StoreUnavailableError(
-      `${options.write}: the connection was reset and the request sent again was refused as stale (HTTP ${status}); whether the first was applied is unknown`,
-      { component: STORE_NAME, cause: error },
-    );
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await request();
+    } catch (error) {
+      if (isReset(error) && attempt < RESET_ATTEMPTS) continue;
+      const { status } = apiFailure(error);
+      if (attempt === 1 || options.write === undefined || (status !== 409 && status !== 404)) throw error;
+      throw new StoreUnavailableError(
+        `${options.write}: the connection was reset and the request sent again was refused as stale (HTTP ${status}); whether the first was applied is unknown`,
+        { component: STORE_NAME, cause: error },
+      );
+    }
   }
 }
 
