@@ -1,5 +1,5 @@
-import { parseRange, type Range } from "@ipamkit/core";
-import { loadIpamConfig } from "./config.js";
+import type { Range } from "@ipamkit/core";
+import { loadIpamConfigAndRanges } from "./config.js";
 import type { CniCommand, ConfigFs, IpamConfig } from "./types.js";
 
 type ConfigCommand = Exclude<CniCommand, "VERSION">;
@@ -10,10 +10,9 @@ export interface PreparedConfig {
   readonly ranges: readonly Range[];
 }
 
-/** Parses and validates a call's config (loadIpamConfig, block sizes included), then parses its ranges. */
+/** Parses and validates a call's config (loadIpamConfig, block sizes included), with the ranges parsed on the way. */
 export function prepareConfig(stdin: string, options: { fs: ConfigFs; command: ConfigCommand }): PreparedConfig {
-  const config = loadIpamConfig(stdin, options);
-  return { config, ranges: config.ranges.map((spec) => parseRange(spec)) };
+  return loadIpamConfigAndRanges(stdin, options);
 }
 
 export interface ConfigCacheOptions {

@@ -37,6 +37,14 @@ const LEADER_KEYS = ["leader_lease_duration", "leader_renew_deadline", "leader_r
  * accepted keys that have no effect produce a line in `warnings`.
  */
 export function loadIpamConfig(stdin: string, options: { fs: ConfigFs; command: "ADD" | "DEL" | "CHECK" | "GC" | "STATUS" }): IpamConfig {
+  return loadIpamConfigAndRanges(stdin, options).config;
+}
+
+/** loadIpamConfig, with the ranges it parsed while validating (core `Range`s, in the config's order). */
+export function loadIpamConfigAndRanges(
+  stdin: string,
+  options: { fs: ConfigFs; command: "ADD" | "DEL" | "CHECK" | "GC" | "STATUS" },
+): { config: IpamConfig; ranges: Range[] } {
   const secrets: string[] = [];
   try {
     return load(stdin, options, secrets);
@@ -46,7 +54,11 @@ export function loadIpamConfig(stdin: string, options: { fs: ConfigFs; command: 
   }
 }
 
-function load(stdin: string, { fs, command }: { fs: ConfigFs; command: string }, secrets: string[]): IpamConfig {
+function load(
+  stdin: string,
+  { fs, command }: { fs: ConfigFs; command: string },
+  secrets: string[],
+): { config: IpamConfig; ranges: Range[] } {
   const raw = parseJson(stdin, "stdin", "the network config on stdin");
   if (!isPlainObject(raw)) throw new ConfigError(7, "stdin", "the network config on stdin must be a JSON object");
   rememberSecret(raw.ipam, secrets);
@@ -101,7 +113,7 @@ function load(stdin: string, { fs, command }: { fs: ConfigFs; command: string },
   const datastore = chooseDatastore(ipam, sourceOf);
   warnUnused(ipam, datastore, sourceOf, warnings);
 
-  return {
+  const config: IpamConfig = {
     cniVersion,
     name: conf.name,
     networkName: ipam.network_name ?? "",
@@ -129,6 +141,7 @@ function load(stdin: string, { fs, command }: { fs: ConfigFs; command: string },
     flatFile: flatPath,
     warnings,
   };
+  return { config, ranges: parsedRanges };
 }
 
 function present(value: string | undefined): value is string {
