@@ -1,27 +1,52 @@
-import { formatIp, type IpamStore, ipAt, type ObservedReservation, type PoolRef, poolId } from "@ipamkit/core";
+import { formatIp, type IpamStore, ipAt, type ObservedReservation, type PoolRef, poolId, type StoredPool } from "@ipamkit/core";
+import { mapLimited } from "./map-limited.js";
 
 export interface Observation {
   pools: number;
   reservations: ObservedReservation[];
   /** Pools that could not be read (e.g. corrupt data): reported, never written. */
   unreadable: { pool: PoolRef; error: Error }[];
+  /** Each pool as read, by poolId: handed to the pool's release (handed-reads.ts). */
+  stored: Map<string, StoredPool>;
 }
 
-/** Reads every pool once (stable order) and lists its reservations with their addresses. */
-export async function observePools(store: IpamStore, podRefs?: ReadonlySet<string>): Promise<Observation> {
+export interface ObserveOptions {
+  /** Only the reservations of these pods (`namespace/name`). */
+  podRefs?: ReadonlySet<string>;
+  /** Pools read at most this many at once (default 1). */
+  concurrency?: number;
+}
+
+type PoolRead = { stored: StoredPool | undefined } | { error: Error };
+
+/**
+ * Reads every pool once and lists its reservations with their addresses, in the pools' listed
+ * order whatever order the reads finish in. With per-node blocks a pool is a block: thousands of
+ * small reads, so they are made `concurrency` at a time.
+ */
+export async function observePools(store: IpamStore, options: ObserveOptions = {}): Promise<Observation> {
+  const { podRefs } = options;
   const refs = await store.listPools();
-  const observation: Observation = { pools: refs.length, reservations: [], unreadable: [] };
-  for (const ref of refs) {
-    try {
-      const stored = await store.readPool(ref);
-      if (stored === undefined) continue;
-      for (const reservation of stored.pool.reservations()) {
-        if (podRefs !== undefined && !podRefs.has(reservation.podRef ?? "")) continue;
-        observation.reservations.push({ pool: ref, address: formatIp(ipAt(stored.pool.cidr, reservation.offset)), reservation });
-      }
-    } catch (error) {
-      observation.unreadable.push({ pool: ref, error: error instanceof Error ? error : new Error(`${poolId(ref)}: ${String(error)}`) });
+  const reads = await mapLimited(refs, options.concurrency ?? 1, (ref) =>
+    store.readPool(ref).then(
+      (stored): PoolRead => ({ stored }),
+      (error: unknown): PoolRead => ({ error: error instanceof Error ? error : new Error(`${poolId(ref)}: ${String(error)}`) }),
+    ),
+  );
+  const observation: Observation = { pools: refs.length, reservations: [], unreadable: [], stored: new Map() };
+  refs.forEach((ref, i) => {
+    const read = reads[i] as PoolRead;
+    if ("error" in read) {
+      observation.unreadable.push({ pool: ref, error: read.error });
+      return;
     }
-  }
+    if (read.stored === undefined) return;
+    observation.stored.set(poolId(ref), read.stored);
+    const { pool } = read.stored;
+    for (const reservation of pool.reservations()) {
+      if (podRefs !== undefined && !podRefs.has(reservation.podRef ?? "")) continue;
+      observation.reservations.push({ pool: ref, address: formatIp(ipAt(pool.cidr, reservation.offset)), reservation });
+    }
+  });
   return observation;
 }

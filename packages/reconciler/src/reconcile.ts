@@ -15,6 +15,8 @@ import {
   type Verdict,
 } from "@ipamkit/core";
 import pino, { type Logger } from "pino";
+import { handingOnReads } from "./handed-reads.js";
+import { mapLimited } from "./map-limited.js";
 import { observePools } from "./observe.js";
 import type { PodSource } from "./pod-source.js";
 
@@ -35,11 +37,11 @@ export interface ReconcileOptions {
   logger?: Logger;
   now?: () => Date;
   retry?: RetryOptions;
-  /** Pools released, and pods re-read, at most this many at once (default {@link DEFAULT_CONCURRENCY}). */
+  /** Pools read, pools released and pods re-read, at most this many at once (default {@link DEFAULT_CONCURRENCY}). */
   concurrency?: number;
 }
 
-/** Requests a pass keeps in flight: each pool's releases and each pod's re-read are independent. */
+/** Requests a pass keeps in flight: each pool's read, each pool's releases and each pod's re-read are independent. */
 export const DEFAULT_CONCURRENCY = 8;
 
 /**
@@ -81,7 +83,10 @@ export async function reconcileOnce(options: ReconcileOptions): Promise<Reconcil
   const now = options.now ?? (() => new Date());
   const dryRun = options.dryRun === true;
 
-  const observation = await observePools(options.store, options.podRefs);
+  const observation = await observePools(options.store, {
+    concurrency,
+    ...(options.podRefs === undefined ? {} : { podRefs: options.podRefs }),
+  });
   const pods = await podsFor(
     options,
     observation.reservations.map((o) => o.reservation.podRef ?? ""),
@@ -113,8 +118,9 @@ export async function reconcileOnce(options: ReconcileOptions): Promise<Reconcil
     report.released.push(...confirmed);
     return report;
   }
+  // each pool's release starts from the pool as observed: one write, no read first (handed-reads.ts)
   const ipam = createIpam({
-    store: options.store,
+    store: handingOnReads(options.store, observation.stored),
     ...(options.overlappingRanges === undefined ? {} : { overlappingRanges: options.overlappingRanges }),
     ...(options.retry === undefined ? {} : { retry: options.retry }),
   });
@@ -156,17 +162,6 @@ async function releaseInPool(ipam: Ipam, pool: PoolRef, verdicts: Verdict[], log
     }
   }
   return out;
-}
-
-/** `fn` over `items`, at most `limit` at once; the results in the items' order. */
-async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < items.length; i = next++) results[i] = await fn(items[i] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
 }
 
 /** Every pod when reconciling everything (one paginated list); only the named ones for a targeted pass. */
