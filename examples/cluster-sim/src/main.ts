@@ -106,6 +106,7 @@ for (const kind of stores) {
         const leaked =
           r.leakedBeforeReconcile === undefined ? `${r.audit.leaked}` : `${r.audit.leaked} (${r.leakedBeforeReconcile} before)`;
         const parts = Object.entries(r.parts ?? {}).map(([part, s]) => `${part} ${s.toFixed(1)} s`);
+        if (r.auditing !== undefined) parts.push(`the audit before the reconcile ${r.auditing.toFixed(1)} s, not counted`);
         const phaseName = parts.length === 0 ? r.phase : `${r.phase} (${parts.join(", ")})`;
         const line = `| ${kind} | ${nodesCell} | ${blockSize ?? "-"} | ${networks} | ${phaseName} | ${r.seconds.toFixed(1)} | ${r.adds} | ${r.addP50.toFixed(0)} | ${r.addP99.toFixed(0)} | ${r.failed} | ${r.conflicts} | ${r.audit.heldTwice} | ${r.audit.lost} | ${leaked} | ${r.reconciled ?? "-"} | ${cpuCell(r.cpu)} |`;
         lines.push(line);
