@@ -7,9 +7,10 @@
  *
  * 1. Observing the pools (observePools: list, then read every pool), pools read one at a time (as
  *    before 2026-12-05) against `concurrency` at a time (reconcileOnce's default), alternated, on
- *    the same data; medians.
- * 2. One full reconcileOnce (default concurrency) on that data: it must release exactly the dead
- *    sandboxes' reservations; its time and CPU.
+ *    the same data; medians. Each run through a store client of its own, opened for it: a
+ *    reconciler is a process of its own, whose store has read nothing yet.
+ * 2. One full reconcileOnce (default concurrency) on that data, through a fresh client too: it must
+ *    release exactly the dead sandboxes' reservations; its time and CPU.
  * Run: pnpm --filter @ipamkit/reconciler bench:power-cycle   (BENCH_ROUNDS=5 by default)
  */
 import {
@@ -93,6 +94,16 @@ async function timed<T>(work: () => Promise<T>): Promise<{ value: T; seconds: nu
 
 const etcd = await startEtcd();
 const store = createEtcdStore({ endpoints: [etcd.endpoint] });
+
+/** One observation through a client opened for it (its cache empty, as in a reconciler's own process). */
+async function observeCold(concurrency: number) {
+  const cold = createEtcdStore({ endpoints: [etcd.endpoint] });
+  try {
+    return await observePools(cold, { concurrency });
+  } finally {
+    await cold.close();
+  }
+}
 try {
   const setup = await timed(async () => {
     await place(store, 1);
@@ -104,10 +115,10 @@ try {
   const observeRuns: Record<string, { seconds: number[]; cpu: number[]; pools: number; reservations: number }> = {};
   const variants = [1, DEFAULT_CONCURRENCY];
   // one uncounted warm-up each: the first pass of a process pays V8's compiling
-  for (const c of variants) await observePools(store, { concurrency: c });
+  for (const c of variants) await observeCold(c);
   for (let round = 0; round < ROUNDS; round++) {
     for (const c of round % 2 === 0 ? variants : [...variants].reverse()) {
-      const run = await timed(() => observePools(store, { concurrency: c }));
+      const run = await timed(() => observeCold(c));
       const row = observeRuns[c] ?? { seconds: [], cpu: [], pools: 0, reservations: 0 };
       observeRuns[c] = row;
       row.seconds.push(run.seconds);
@@ -117,7 +128,8 @@ try {
     }
   }
 
-  const reconcile = await timed(() => reconcileOnce({ store, pods: podSource(reborn, 2), graceMs: 0 }));
+  const fresh = createEtcdStore({ endpoints: [etcd.endpoint] });
+  const reconcile = await timed(() => reconcileOnce({ store: fresh, pods: podSource(reborn, 2), graceMs: 0 })).finally(() => fresh.close());
   const report = reconcile.value;
   const deadReleased = report.released.filter((v) => v.observed.reservation.podUid?.startsWith("uid-1-")).length;
   if (report.failed.length > 0 || deadReleased !== PODS * NETWORKS || report.released.length !== PODS * NETWORKS) {
