@@ -98,10 +98,11 @@ describe("per-node blocks", () => {
   it("reads its block pool once per ADD, DEL and lookup once its block is known (the choice's read is handed on)", async () => {
     const { store, reads } = countingStore();
     const a = createNodeBlockIpam({ store, node: "node-a", blockSize: 16 });
-    await a.allocate({ ranges: [range], key: key("c0") }); // claims its block
-    const block = reads.at(-1);
+    // claims its block, and writes it without reading it: a block just claimed has no pool yet
+    const [first] = await a.allocate({ ranges: [range], key: key("c0") });
+    const block = first?.pool.cidr;
     expect(block).toMatch(/^10\.0\.0\.\d+\/28$/);
-    reads.length = 0;
+    expect(reads).toEqual([]);
     const [got] = await a.allocate({ ranges: [range], key: key("c1") });
     expect(reads).toEqual([block]);
     reads.length = 0;
@@ -141,9 +142,9 @@ describe("per-node blocks", () => {
   it("with pool recall, ADD and DEL in the node's only block read no pool; a lookup and an idempotent ADD still read", async () => {
     const { store, reads } = countingStore();
     const a = createNodeBlockIpam({ store: withPoolRecall(store), node: "node-a", blockSize: 16 });
-    await a.allocate({ ranges: [range], key: key("c0") });
-    const block = reads.at(-1);
-    reads.length = 0;
+    const [first] = await a.allocate({ ranges: [range], key: key("c0") });
+    const block = first?.pool.cidr;
+    expect(reads).toEqual([]);
     const [got] = await a.allocate({ ranges: [range], key: key("c1") });
     expect(reads).toEqual([]);
     // an ADD that finds its key writes nothing, so it never trusts a recalled pool
@@ -204,6 +205,51 @@ describe("per-node blocks", () => {
     const held = (await holdings(inner)).map((h) => h.key).sort();
     expect(held).toEqual(Array.from({ length: 16 }, (_, i) => `c${i + 3}/net1`).sort());
   });
+
+  it.each([
+    ["whole-pool writes", {}],
+    ["entry-level commits", ETCD_LIKE],
+  ])(
+    "a block claimed over a pool left behind (%s): the unread allocation conflicts, reads afresh, holds nothing twice",
+    async (_label, options) => {
+      const two = parseRange({ range: "10.0.0.0/27" }); // two blocks of 16
+      const inner = createMemoryStore(options);
+      const { store, reads } = (() => {
+        const seen: string[] = [];
+        const counted: IpamStore = new Proxy(inner, {
+          get(target, property) {
+            if (property !== "readPool") return Reflect.get(target, property, target);
+            return (ref: { network: string; cidr: string }) => {
+              seen.push(ref.cidr);
+              return target.readPool(ref);
+            };
+          },
+        });
+        return { store: counted, reads: seen };
+      })();
+      const b = createNodeBlockIpam({ store: inner, node: "node-b", blockSize: 16 });
+      const c = createNodeBlockIpam({ store: inner, node: "node-c", blockSize: 16 });
+      const [held] = await b.allocate({ ranges: [two], key: key("b0") });
+      await c.allocate({ ranges: [two], key: key("c0") }); // node-c takes the other block
+      const left = held?.pool.cidr as string;
+      // node-b's claim is dropped while its block still holds b0 (an operator, a bug elsewhere)
+      const index = (parseCidr(left).network - two.cidr.network) / 16n;
+      const claimRef = affinityClaimRef("", blockRange(blockLayout(two, 16), index) as Range);
+      const claim = await inner.readClaim(claimRef);
+      await inner.deleteClaim(claimRef, claim?.version as NonNullable<typeof claim>["version"]);
+      const a = createNodeBlockIpam({ store, node: "node-a", blockSize: 16 });
+      const [got] = await a.allocate({ ranges: [two], key: key("a0") });
+      expect(got?.pool.cidr).toBe(left);
+      expect(await ownerOf(inner, "", two, left)).toBe("node-a");
+      expect(a.conflicts.conflicts).toBe(1);
+      // node-c's block read while choosing (no room check needed: not its own), then only the fresh read after the conflict
+      expect(reads.filter((r) => r === left)).toEqual([left]);
+      expect(got?.address).not.toEqual(held?.address);
+      const all = await holdings(inner);
+      expect(all.map((h) => h.key).sort()).toEqual(["a0/net1", "b0/net1", "c0/net1"]);
+      expect(new Set(all.map((h) => h.address)).size).toBe(3);
+    },
+  );
 
   it("claims the next block when its blocks are full, borrows once none is left, then reports exhaustion", async () => {
     const small = parseRange({ range: "10.0.0.0/27" }); // two blocks of 16: .1-.15 and .16-.30

@@ -77,12 +77,13 @@ const MAX_FENCED_BLOCKS = 8;
  * still conditional on the version read, so safety never rests on the hand-off.
  */
 function readHandoff(store: IpamStore) {
-  const ready = new Map<string, StoredPool>();
+  /** Pools handed on; undefined: known to be absent (no pool written yet). */
+  const ready = new Map<string, StoredPool | undefined>();
   const fences = new Map<string, StoreWrite>();
   const id = (ref: PoolRef) => `${ref.network}\u0000${ref.cidr}`;
   const readPool = (ref: PoolRef): Promise<StoredPool | undefined> => {
+    if (!ready.has(id(ref))) return store.readPool(ref);
     const handed = ready.get(id(ref));
-    if (handed === undefined) return store.readPool(ref);
     ready.delete(id(ref));
     return Promise.resolve(handed);
   };
@@ -107,8 +108,9 @@ function readHandoff(store: IpamStore) {
         return typeof value === "function" ? value.bind(target) : value;
       },
     }),
+    /** The pool as just read, or undefined: no pool there (as read, or a block just claimed). */
     hand(ref: PoolRef, stored: StoredPool | undefined): void {
-      if (stored !== undefined) ready.set(id(ref), stored);
+      ready.set(id(ref), stored);
     },
     /** The call's allocation commits only if this pool is still at `version` (a compare-only step). */
     fence(ref: PoolRef, version: Version): void {
@@ -301,6 +303,10 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       try {
         const claim = { pool: blockPoolRef(network, seen.unclaimed), key: affinityKey };
         await store.writeClaim(affinityClaimRef(network, seen.unclaimed), claim, undefined);
+        // A block nobody had claimed has no pool yet (nodes write only blocks claimed, their own or
+        // borrowed), so the allocation starts from none instead of reading it. Should a pool be
+        // there after all, the allocation's compare-and-swap conflicts and reads it afresh.
+        handoff.hand(claim.pool, undefined);
         return seen.unclaimed;
       } catch (error) {
         if (!(error instanceof StoreConflictError)) throw error;
