@@ -98,7 +98,10 @@ function run(command: string, a: Attachment, conf: string, killAfterMs: number |
     let out = "";
     child.stdout.on("data", (d) => (out += d));
     const timer = killAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), killAfterMs);
-    child.on("exit", (code, signal) => {
+    // "close", not "exit": a process's exit can be seen before the last bytes of its stdout (a CI run
+    // under load read an uncut ADD's answer as empty); the binary execs Node in place, so a killed
+    // call leaves no process holding the pipe open
+    child.on("close", (code, signal) => {
       if (timer !== undefined) clearTimeout(timer);
       resolve({ killed: signal === "SIGKILL", code, out, ms: performance.now() - started });
     });
