@@ -33,7 +33,16 @@ export interface StartEtcdOptions {
   timeoutMs?: number;
   /** The etcd binary to run (e.g. one built by test-infra/kube-apiserver). Default: Debian's. */
   binary?: string;
+  /** Picks each port (default {@link freePort}). */
+  pickPort?: () => Promise<number>;
 }
+
+/**
+ * A port found free can be taken by another process before etcd binds it (tests run in parallel):
+ * etcd then exits with "address already in use", and it is started again on fresh ports and a
+ * fresh data dir, up to this many times in all.
+ */
+export const PORT_ATTEMPTS = 5;
 
 const INSTALL_HINT =
   "etcd is not installed: install Debian's etcd-server (apt-get install -y etcd-server etcd-client); `npm test` does this when run as root";
@@ -90,10 +99,21 @@ async function healthy(endpoint: string, deadline: number, tls: StartEtcdOptions
 }
 
 export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdInstance> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options);
+    } catch (error) {
+      if (attempt >= PORT_ATTEMPTS || !String(error).includes("address already in use")) throw error;
+    }
+  }
+}
+
+async function startOnce(options: StartEtcdOptions): Promise<EtcdInstance> {
   const binary = options.binary ?? etcdBinary();
   const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+  const pickPort = options.pickPort ?? freePort;
+  const [client, peer] = [await pickPort(), await pickPort()];
   const dataDir = mkdtempSync(join(base, "ipamkit-etcd-"));
-  const [client, peer] = [await freePort(), await freePort()];
   const tls = options.tls;
   const endpoint = `${tls === undefined ? "http" : "https"}://127.0.0.1:${client}`;
   const args = [
@@ -129,7 +149,13 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdIns
       c.kill("SIGKILL");
     });
   };
-  await launch();
+  try {
+    await launch();
+  } catch (error) {
+    await kill();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  }
   return {
     endpoint,
     dataDir,

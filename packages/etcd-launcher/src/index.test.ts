@@ -1,0 +1,52 @@
+import { createServer, type Server } from "node:net";
+import { describe, expect, it } from "vitest";
+import { freePort, PORT_ATTEMPTS, startEtcd } from "./index.js";
+
+/** A listener holding a port on 127.0.0.1, as another test's server would. */
+async function holdPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  if (typeof address !== "object" || address === null) throw new Error("no port");
+  return { port: address.port, server };
+}
+
+describe("startEtcd", () => {
+  it("starts again on fresh ports when a port it picked was taken before etcd bound it", async () => {
+    const taken = await holdPort();
+    const picked: number[] = [];
+    // the first pick is the taken port (another process bound it after it was found free)
+    const pickPort = async () => {
+      const port = picked.length === 0 ? taken.port : await freePort();
+      picked.push(port);
+      return port;
+    };
+    try {
+      const etcd = await startEtcd({ pickPort });
+      try {
+        expect(picked.length).toBe(4); // two ports per attempt, two attempts
+        expect(etcd.endpoint).toBe(`http://127.0.0.1:${picked[2]}`);
+        expect(etcd.pid).toBeGreaterThan(0);
+      } finally {
+        await etcd.stop();
+      }
+    } finally {
+      taken.server.close();
+    }
+  });
+
+  it(`gives up after ${PORT_ATTEMPTS} attempts, reporting etcd's own error`, async () => {
+    const taken = await holdPort();
+    let picks = 0;
+    const pickPort = async () => {
+      picks++;
+      return taken.port;
+    };
+    try {
+      await expect(startEtcd({ pickPort })).rejects.toThrow(/address already in use/);
+      expect(picks).toBe(2 * PORT_ATTEMPTS);
+    } finally {
+      taken.server.close();
+    }
+  });
+});
