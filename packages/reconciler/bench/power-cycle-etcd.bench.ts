@@ -29,6 +29,7 @@ import { createEtcdStore } from "@ipamkit/storage-etcd";
 import { observePools } from "../src/observe.js";
 import type { PodSource } from "../src/pod-source.js";
 import { DEFAULT_CONCURRENCY, reconcileOnce } from "../src/reconcile.js";
+import { measure, median } from "./measure.js";
 
 const NODES = 100;
 const NETWORKS = 10;
@@ -82,14 +83,10 @@ function podSource(reborn: Map<string, string[]>, generation: number): PodSource
   return { list: async () => new Map(pods), get: async (ns, name) => pods.get(`${ns}/${name}`), close() {} };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-
+/** One call's value, wall and CPU time, in seconds. */
 async function timed<T>(work: () => Promise<T>): Promise<{ value: T; seconds: number; cpu: number }> {
-  const cpu = process.cpuUsage();
-  const started = performance.now();
-  const value = await work();
-  const used = process.cpuUsage(cpu);
-  return { value, seconds: (performance.now() - started) / 1000, cpu: (used.user + used.system) / 1e6 };
+  const { value, wall, cpu } = await measure(work);
+  return { value, seconds: wall / 1000, cpu: cpu / 1000 };
 }
 
 const etcd = await startEtcd();

@@ -33,6 +33,7 @@ import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
 import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { createKubernetesPodSource, type PodSource } from "../src/pod-source.js";
 import { type ReconcileReport, reconcileOnce } from "../src/reconcile.js";
+import { measure, median, type Sample } from "./measure.js";
 
 const started = performance.now();
 const HOUR_AGO = new Date(Date.now() - 3_600_000).toISOString();
@@ -41,22 +42,6 @@ const NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status";
 
 // ---------------------------------------------------------------------------------------------
 // Measuring
-
-interface Sample {
-  cpu: number;
-  wall: number;
-}
-
-/** CPU (user + system, whole process) and wall time of one call, in ms. */
-async function measure<T>(run: () => T | Promise<T>): Promise<Sample & { value: T }> {
-  const cpu = process.cpuUsage();
-  const t = performance.now();
-  const value = await run();
-  const d = process.cpuUsage(cpu);
-  return { value, cpu: (d.user + d.system) / 1000, wall: performance.now() - t };
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 /** One warm-up call, then `runs` measured ones; the medians of CPU and wall time, and the last value. */
 async function medianOf<T>(runs: number, run: () => T | Promise<T>): Promise<Sample & { value: T }> {
