@@ -41,4 +41,16 @@ describe("delegatingStore", () => {
     await readClaimsOf(overridden, [ref, { ...ref, address: "10.0.0.2" }]);
     expect(reads.sort()).toEqual(["10.0.0.1", "10.0.0.2"]);
   });
+
+  it("offers scanClaims when the wrapped store does, but not around an override of readClaim", async () => {
+    const claim = { pool: { network: "n", cidr: "10.0.0.0/28" }, key: attachmentKey({ containerId: "c1", ifName: "eth0" }) };
+    const memory = createMemoryStore({ claimScans: true });
+    const version = await memory.writeClaim({ network: "n", address: "10.0.0.1" }, claim, undefined);
+    await memory.writeClaim({ network: "m", address: "10.0.0.2" }, claim, undefined);
+    expect(delegatingStore(createMemoryStore()).scanClaims).toBeUndefined();
+    expect(await delegatingStore(memory).scanClaims?.(["n"])).toEqual([
+      { ref: { network: "n", address: "10.0.0.1" }, stored: { claim, version } },
+    ]);
+    expect(delegatingStore(memory, { readClaim: (r) => memory.readClaim(r) }).scanClaims).toBeUndefined();
+  });
 });

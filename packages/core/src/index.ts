@@ -81,6 +81,7 @@ export type {
   ClaimRef,
   IpamStore,
   PoolRef,
+  ScannedClaim,
   StoreCapabilities,
   StoredClaim,
   StoredPool,

@@ -10,6 +10,7 @@ import {
   type IpamStore,
   type PoolRef,
   poolId,
+  type ScannedClaim,
   type StoredClaim,
   type StoredPool,
   type StoreWrite,
@@ -35,6 +36,8 @@ export interface MemoryStoreOptions {
   entryWrites?: boolean;
   /** Offer the optional `readClaims`: several claims in one call (like etcd). Default false. */
   claimBatches?: boolean;
+  /** Offer the optional `scanClaims`: every claim of some networks in one call (like Kubernetes). Default false. */
+  claimScans?: boolean;
 }
 
 export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
@@ -134,5 +137,15 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
   };
   if (options.atomicCommit === true) store.commit = commit;
   if (options.claimBatches === true) store.readClaims = async (refs) => Promise.all(refs.map((ref) => store.readClaim(ref)));
+  if (options.claimScans === true)
+    store.scanClaims = async (networks) => {
+      const out: ScannedClaim[] = [];
+      for (const network of new Set(networks))
+        for (const ref of await store.listClaims(network)) {
+          const entry = claims.get(claimId(ref)) as Entry<Claim>;
+          out.push({ ref, stored: { claim: entry.value, version: String(entry.version) } });
+        }
+      return out;
+    };
   return store;
 }

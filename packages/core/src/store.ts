@@ -50,6 +50,12 @@ export interface StoredClaim {
   readonly version: Version;
 }
 
+/** One claim of a {@link IpamStore.scanClaims}: where it is, and what `readClaim` would give there. */
+export interface ScannedClaim {
+  readonly ref: ClaimRef;
+  readonly stored: StoredClaim;
+}
+
 /** One conditional step of an atomic {@link IpamStore.commit}. */
 export type StoreWrite =
   | { readonly kind: "pool"; readonly ref: PoolRef; readonly pool: Pool; readonly expected: Version | undefined }
@@ -119,6 +125,14 @@ export interface IpamStore {
   deleteClaim(ref: ClaimRef, expected: Version): Promise<void>;
   /** Every claim of a network, in one stable order (address text). */
   listClaims(network: string): Promise<ClaimRef[]>;
+  /**
+   * Optional: every claim of these networks, each with what `readClaim` would give, read in bulk
+   * (Kubernetes: one paged list, where `readClaim` is a request each). A claim of these networks
+   * that is not in the answer did not exist when it was read. For passes over many claims at once
+   * (the reconciler releasing thousands), never for one ADD or DEL: its cost grows with every claim
+   * stored. In `listClaims`' order within each network, the networks in the order asked.
+   */
+  scanClaims?(networks: readonly string[]): Promise<ScannedClaim[]>;
   /**
    * Optional: applies every step atomically — all compares hold and all writes happen, or
    * StoreConflictError and nothing changes. Returns the new version of each step (the checked

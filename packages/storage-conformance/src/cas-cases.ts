@@ -1,4 +1,4 @@
-import { attachmentKey, Pool, PoolCorruptError, parseCidr, readClaimsOf, StoreConflictError } from "@ipamkit/core";
+import { attachmentKey, type ClaimRef, Pool, PoolCorruptError, parseCidr, readClaimsOf, StoreConflictError } from "@ipamkit/core";
 import { expect, it } from "vitest";
 import { key, type SuiteContext } from "./context.js";
 
@@ -132,6 +132,10 @@ export function registerCasCases(ctx: SuiteContext): void {
     expect(await readClaimsOf(s, [])).toEqual([]);
   });
 
+  it("offers scanClaims exactly when the suite was told it does", () => {
+    expect(ctx.store().scanClaims !== undefined).toBe(ctx.options.claimScans === true);
+  });
+
   it("reports corruption with a typed error and never resets the pool", async () => {
     const s = ctx.store();
     if (ctx.options.corruptPool === undefined) {
@@ -217,5 +221,26 @@ export function registerEntryCases(ctx: SuiteContext): void {
     await s.commit([{ kind: "unreserve", ref, reservation: res(1, "a") }]);
     expect(ids((await s.readPool(ref))?.pool)).toEqual([]);
     await expect(s.commit([{ kind: "unreserve", ref, reservation: res(1, "a") }])).rejects.toBeInstanceOf(StoreConflictError);
+  });
+}
+
+/** The optional bulk read of claims: each answer what readClaim gives, nothing of other networks, nothing deleted. */
+export function registerScanCases(ctx: SuiteContext): void {
+  it("scans every claim of the networks asked, each as readClaim reads it, in listClaims' order", async () => {
+    const s = ctx.store();
+    const c = (network: string, address: string) => ({ network, address });
+    const refs = [c("n1", "10.1.0.9"), c("n1", "10.1.0.10"), c("n1", "10.1.0.1"), c("n2", "10.1.0.2"), c("other", "10.1.0.3")];
+    for (const [i, r] of refs.entries()) await s.writeClaim(r, { pool: ref, key: key(`k${i}`), podRef: `ns/p${i}` }, undefined);
+    const v = await s.writeClaim(
+      refs[0] as ClaimRef,
+      { pool: ref, key: key("again"), podRef: "ns/again" },
+      (await s.readClaim(refs[0] as ClaimRef))?.version,
+    );
+    await s.deleteClaim(refs[1] as ClaimRef, (await s.readClaim(refs[1] as ClaimRef))?.version as string);
+    const scanned = (await s.scanClaims?.(["n2", "n1", "n2", "absent"])) ?? [];
+    expect(scanned.map((x) => `${x.ref.network}/${x.ref.address}`)).toEqual(["n2/10.1.0.2", "n1/10.1.0.1", "n1/10.1.0.9"]);
+    for (const x of scanned) expect(x.stored).toEqual(await s.readClaim(x.ref));
+    expect(scanned[2]?.stored).toEqual({ claim: { pool: ref, key: key("again"), podRef: "ns/again" }, version: v });
+    expect(await s.scanClaims?.([])).toEqual([]);
   });
 }

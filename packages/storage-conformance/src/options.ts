@@ -18,6 +18,8 @@ export interface ConformanceOptions {
   atomicCommit?: boolean;
   /** The store's `commit` accepts the entry-level "reserve"/"unreserve" steps; their semantics are then checked. */
   entryWrites?: boolean;
+  /** The store offers the optional `scanClaims` (every claim of some networks in bulk); its answers are then checked against `readClaim`. */
+  claimScans?: boolean;
   /** Backend-specific cases, registered after the common ones inside the same describe. */
   extra?: (getStore: () => IpamStore) => void;
   /** Concurrent allocators and allocations each in the concurrency case. Default 32 × 20. */
