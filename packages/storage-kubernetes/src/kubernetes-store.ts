@@ -8,6 +8,7 @@ import {
   type Ip,
   type IpamStore,
   parseIp,
+  type ScannedClaim,
   StoreConflictError,
   StoreCorruptError,
   type StoredClaim,
@@ -81,6 +82,57 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
     return out.sort((a, b) => comparePoolRefs(a.ref, b.ref));
   }
 
+  /** IPPools listed once, on first need (only Whereabouts-written reservations need them). */
+  const listedPools = () => {
+    let listed: Promise<ListedPool[]> | undefined;
+    return () => {
+      listed ??= listIPPools();
+      return listed;
+    };
+  };
+
+  /**
+   * The claims of `network` among listed reservations, one per address, in address order:
+   * ipamkit's by their annotations; Whereabouts' by name, kept only if the name re-encodes from the
+   * address and a pool of the network contains it.
+   */
+  async function claimsAmong(
+    objects: readonly KubeObject[],
+    network: string,
+    pools: () => Promise<ListedPool[]>,
+  ): Promise<{ ref: ClaimRef; object: KubeObject }[]> {
+    const found = new Map<string, KubeObject>();
+    for (const object of objects) {
+      const name = object.metadata?.name ?? "";
+      const annotations = object.metadata?.annotations ?? {};
+      const annotated = annotations[ANNOTATION.address];
+      if (annotated !== undefined) {
+        if (annotations[ANNOTATION.network] === network && !found.has(annotated)) found.set(annotated, object);
+        continue;
+      }
+      const candidate = addressFromReservationName(name, network);
+      if (candidate === undefined) continue;
+      let ip: Ip;
+      try {
+        ip = parseIp(candidate);
+      } catch {
+        continue;
+      }
+      const address = formatIp(ip);
+      if (reservationName({ network, address }) !== name || found.has(address)) continue;
+      if ((await pools()).some((p) => p.ref.network === network && cidrContains(p.cidr, ip))) found.set(address, object);
+    }
+    return [...found].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([address, object]) => ({ ref: { network, address }, object }));
+  }
+
+  /** A reservation object read as its claim (a Whereabouts one resolved from the pools). */
+  async function storedClaim(ref: ClaimRef, object: KubeObject, name: string, pools: () => Promise<ListedPool[]>): Promise<StoredClaim> {
+    const version = remember(RESERVATION, name, object);
+    const read = readReservation(ref, object, label(RESERVATION, name));
+    const claim: Claim = read.kind === "claim" ? read.claim : resolveLegacyHolder(ref, read.podRef, await pools());
+    return { claim, version };
+  }
+
   const store: IpamStore = {
     name: STORE_NAME,
     capabilities: { crossProcess: true, distributed: true },
@@ -133,10 +185,7 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
       const name = reservationName(ref);
       const object = await api.get(RESERVATION, name);
       if (object === undefined) return undefined;
-      const version = remember(RESERVATION, name, object);
-      const read = readReservation(ref, object, label(RESERVATION, name));
-      const claim: Claim = read.kind === "claim" ? read.claim : resolveLegacyHolder(ref, read.podRef, await listIPPools());
-      return { claim, version };
+      return storedClaim(ref, object, name, listedPools());
     },
 
     async writeClaim(ref, claim, expected) {
@@ -153,33 +202,21 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
     },
 
     async listClaims(network) {
+      return (await claimsAmong(await api.list(RESERVATION), network, listedPools())).map((c) => c.ref);
+    },
+
+    async scanClaims(networks) {
       const objects = await api.list(RESERVATION);
-      let pools: ListedPool[] | undefined;
-      const out: ClaimRef[] = [];
-      for (const object of objects) {
-        const name = object.metadata?.name ?? "";
-        const annotations = object.metadata?.annotations ?? {};
-        const annotated = annotations[ANNOTATION.address];
-        if (annotated !== undefined) {
-          if (annotations[ANNOTATION.network] === network) out.push({ network, address: annotated });
-          continue;
+      const pools = listedPools();
+      const out: ScannedClaim[] = [];
+      for (const network of new Set(networks))
+        for (const { ref, object } of await claimsAmong(objects, network, pools)) {
+          const name = object.metadata?.name ?? "";
+          // an object not at its claim's name is not what readClaim reads there: read that instead
+          const stored = name === reservationName(ref) ? await storedClaim(ref, object, name, pools) : await store.readClaim(ref);
+          if (stored !== undefined) out.push({ ref, stored });
         }
-        // A Whereabouts reservation: its address is only in its name. Keep a candidate only if it
-        // re-encodes to the same name and lies in a pool of this network.
-        const candidate = addressFromReservationName(name, network);
-        if (candidate === undefined) continue;
-        let ip: Ip;
-        try {
-          ip = parseIp(candidate);
-        } catch {
-          continue;
-        }
-        const address = formatIp(ip);
-        if (reservationName({ network, address }) !== name) continue;
-        pools ??= (await listIPPools()).filter((p) => p.ref.network === network);
-        if (pools.some((p) => cidrContains(p.cidr, ip))) out.push({ network, address });
-      }
-      return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+      return out;
     },
 
     async close() {

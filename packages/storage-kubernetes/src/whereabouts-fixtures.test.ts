@@ -149,6 +149,18 @@ for (const target of kubeTargets()) {
       await s.close();
     });
 
+    it("scans Whereabouts' reservations as it reads each: the holder resolved from the pools, per network asked", async () => {
+      const s = store();
+      const scanned = (await s.scanClaims?.(["blue", ""])) ?? [];
+      expect(scanned.map((x) => x.ref)).toEqual([{ network: "blue", address: "192.168.10.5" }, ...(await s.listClaims(""))]);
+      for (const x of scanned) expect(x.stored).toEqual(await s.readClaim(x.ref));
+      expect(scanned.find((x) => x.ref.address === "10.10.0.2")?.stored.claim).toMatchObject({
+        pool: { network: "", cidr: "10.10.0.0/16" },
+        podRef: "default/legacy-7d9f",
+      });
+      await s.close();
+    });
+
     it("DEL of a Whereabouts entry (no ifname) by its exact key removes it and its reservation", async () => {
       const s = store();
       const ipam = createIpam({ store: s });
