@@ -12,7 +12,8 @@ export { allocate, allocateAll, findFree, release, releaseIf } from "./allocator
 export type { BlockPool, NodeBlockIpam, NodeBlockIpamOptions } from "./block-ipam.js";
 export { createNodeBlockIpam } from "./block-ipam.js";
 export type { ClaimOutcome } from "./claims.js";
-export { claimAddress, claimRefFor, dropClaim, planClaim, readClaimsOf } from "./claims.js";
+export type { RecalledClaim } from "./claims.js";
+export { claimAddress, claimRefFor, dropClaim, planClaim, readClaimsOf, readClaimsThrough } from "./claims.js";
 export { delegatingStore } from "./delegating-store.js";
 export type { IpamErrorCode, IpamErrorOptions } from "./errors.js";
 export {

@@ -15,7 +15,7 @@ import {
   type Verdict,
 } from "@ipamkit/core";
 import pino, { type Logger } from "pino";
-import { handingOnReads } from "./handed-reads.js";
+import { type HandedReads, handingOnReads } from "./handed-reads.js";
 import { mapLimited } from "./map-limited.js";
 import { observePools } from "./observe.js";
 import type { PodSource } from "./pod-source.js";
@@ -47,10 +47,15 @@ export const DEFAULT_CONCURRENCY = 8;
 /**
  * Orphans' pods are re-read by one fresh list instead of a GET each when they are at least this
  * many and at least 1/{@link RELIST_RATIO} of the pods listed: a request costs about as much as
- * listing that many pods, and after a power-cycle every pod of a node is an orphan's.
+ * listing that many pods, and after a power-cycle every pod of a node is an orphan's. The same
+ * rule decides whether the releases' claims are scanned in bulk (`scanClaims`) instead of read one
+ * by one, against the reservations observed (with overlapping-range protection, a claim each).
  */
 export const RELIST_MIN = 32;
 export const RELIST_RATIO = 32;
+
+/** True when `count` items are cheaper read by listing all `listed` than by a request each. */
+const cheaperListed = (count: number, listed: number): boolean => count >= RELIST_MIN && count * RELIST_RATIO >= listed;
 
 export type SkipReason = "pod-revalidated" | Exclude<ConditionalReleaseOutcome, "released">;
 
@@ -118,9 +123,11 @@ export async function reconcileOnce(options: ReconcileOptions): Promise<Reconcil
     report.released.push(...confirmed);
     return report;
   }
-  // each pool's release starts from the pool as observed: one write, no read first (handed-reads.ts)
+  // each pool's release starts from the pool as observed: one write, no read first; many releases'
+  // claims are scanned in one bulk read where the store can (handed-reads.ts)
+  const claims = await scanClaimsFor(confirmed, options, observation.reservations.length, log);
   const ipam = createIpam({
-    store: handingOnReads(options.store, observation.stored),
+    store: handingOnReads(options.store, { pools: observation.stored, ...(claims === undefined ? {} : { claims }) }),
     ...(options.overlappingRanges === undefined ? {} : { overlappingRanges: options.overlappingRanges }),
     ...(options.retry === undefined ? {} : { retry: options.retry }),
   });
@@ -131,6 +138,28 @@ export async function reconcileOnce(options: ReconcileOptions): Promise<Reconcil
     report.failed.push(...outcome.failed);
   }
   return report;
+}
+
+/**
+ * The claims of the networks being released, in one bulk read (`scanClaims`) before any release
+ * writes, when the store offers it and there are enough releases for it to be cheaper than a read
+ * each; undefined otherwise, or when the scan fails (each release then reads its claims itself).
+ */
+async function scanClaimsFor(
+  confirmed: readonly Verdict[],
+  options: ReconcileOptions,
+  observed: number,
+  log: Logger,
+): Promise<HandedReads["claims"]> {
+  const { scanClaims } = options.store;
+  if (scanClaims === undefined || options.overlappingRanges === false || !cheaperListed(confirmed.length, observed)) return undefined;
+  const networks = new Set(confirmed.map((v) => v.observed.pool.network));
+  try {
+    return { networks, scanned: await scanClaims.call(options.store, [...networks]) };
+  } catch (error) {
+    log.warn({ err: error }, "claims could not be scanned; each release reads its own");
+    return undefined;
+  }
 }
 
 type PoolOutcome = Pick<ReconcileReport, "released" | "skipped" | "failed">;
@@ -186,7 +215,7 @@ const failedRead = (error: unknown): { error: Error } => ({ error: error instanc
 
 /** A fresh read of each pod: one GET each, or one new list of every pod when that is cheaper ({@link RELIST_MIN}). */
 async function readPods(podRefs: string[], options: { pods: PodSource; concurrency: number; listed: number }): Promise<PodRead[]> {
-  if (podRefs.length >= RELIST_MIN && podRefs.length * RELIST_RATIO >= options.listed) {
+  if (cheaperListed(podRefs.length, options.listed)) {
     return options.pods.list().then(
       (now) => podRefs.map((podRef): PodRead => ({ pod: now.get(podRef) })),
       (error: unknown) => podRefs.map(() => failedRead(error)),

@@ -1,0 +1,130 @@
+import {
+  attachmentKey,
+  type ClaimRef,
+  createIpam,
+  createMemoryStore,
+  delegatingStore,
+  type IpamStore,
+  type MemoryStoreOptions,
+  type PodFacts,
+  parseRange,
+} from "@ipamkit/core";
+import { describe, expect, it } from "vitest";
+import type { PodSource } from "./pod-source.js";
+import { RELIST_MIN, reconcileOnce } from "./reconcile.js";
+
+const range = parseRange({ range: "10.7.0.0/24" });
+const key = (id: string) => attachmentKey({ containerId: id, ifName: "net1" });
+const pod = (name: string): PodFacts => ({ namespace: "ns", name, uid: `uid-${name}`, phase: "Running", evictedByTaintManager: false });
+const pods = (live: PodFacts[]): PodSource => {
+  const byRef = new Map(live.map((p) => [`${p.namespace}/${p.name}`, p]));
+  return { list: async () => new Map(byRef), get: async (ns, name) => byRef.get(`${ns}/${name}`), close() {} };
+};
+
+/** `dead` pods whose pods are gone and 10 live ones, each with its address's overlapping-range claim; the live pods returned. */
+async function seed(store: IpamStore, dead: number): Promise<PodFacts[]> {
+  const ipam = createIpam({ store });
+  const place = (name: string) =>
+    ipam.allocate({ network: "n", ranges: [range], key: key(name), podRef: `ns/${name}`, podUid: `uid-${name}` });
+  for (let i = 0; i < dead; i++) await place(`dead-${i}`);
+  for (let i = 0; i < 10; i++) await place(`live-${i}`);
+  return Array.from({ length: 10 }, (_, i) => pod(`live-${i}`));
+}
+
+/** The store, counting its claim reads by kind; `afterScan` runs once a scan has answered. */
+function counting(store: IpamStore, afterScan: () => Promise<void> = async () => {}) {
+  const calls = { readClaim: 0, readClaims: 0, scanClaims: 0 };
+  const overrides: Partial<IpamStore> = {
+    readClaim(ref, options) {
+      calls.readClaim++;
+      return store.readClaim(ref, options);
+    },
+  };
+  const { readClaims, scanClaims } = store;
+  if (readClaims !== undefined)
+    overrides.readClaims = (refs) => {
+      calls.readClaims++;
+      return readClaims.call(store, refs);
+    };
+  if (scanClaims !== undefined)
+    overrides.scanClaims = async (networks) => {
+      calls.scanClaims++;
+      const scanned = await scanClaims.call(store, networks);
+      await afterScan();
+      return scanned;
+    };
+  return { counted: delegatingStore(store, overrides), calls };
+}
+
+const claimed = async (store: IpamStore) => (await store.listClaims("n")).length;
+const holderOf = async (store: IpamStore, ref: ClaimRef) => (await store.readClaim(ref))?.claim.key.containerId;
+
+/**
+ * A claim written again after the scan: with separate writes its delete (after the pool write) at
+ * the version scanned fails and the claim stays, dangling, for the next allocator to take over;
+ * with atomic commits the delete is a step of the pool's own transaction, which then fails whole
+ * and is planned again from fresh reads — the claim, still naming the same key, goes with it.
+ */
+describe.each([
+  ["separate writes (like Kubernetes)", { claimScans: true }, 11],
+  ["atomic commits and claim batches", { claimScans: true, atomicCommit: true, claimBatches: true }, 10],
+] as [string, MemoryStoreOptions, number][])(
+  "claims scanned for the releases, on a memory store with %s",
+  (_label, storeOptions, claimsLeft) => {
+    it("a mass release reads its claims in one scan, none one by one, and deletes exactly the released addresses' claims", async () => {
+      const store = createMemoryStore(storeOptions);
+      const live = await seed(store, 40);
+      const { counted, calls } = counting(store);
+      const report = await reconcileOnce({ store: counted, pods: pods(live), graceMs: 0 });
+      expect(report.released).toHaveLength(40);
+      expect(report.failed).toEqual([]);
+      expect(calls).toEqual({ readClaim: 0, readClaims: 0, scanClaims: 1 });
+      expect(await claimed(store)).toBe(10);
+      for (const c of await store.listClaims("n")) expect(await holderOf(store, c)).toMatch(/^live-/);
+    });
+
+    it("a few releases read their claims, no scan", async () => {
+      const store = createMemoryStore(storeOptions);
+      const live = await seed(store, RELIST_MIN - 1);
+      const { counted, calls } = counting(store);
+      const report = await reconcileOnce({ store: counted, pods: pods(live), graceMs: 0 });
+      expect(report.released).toHaveLength(RELIST_MIN - 1);
+      expect(calls.scanClaims).toBe(0);
+      expect(calls.readClaim + calls.readClaims).toBeGreaterThan(0);
+      expect(await claimed(store)).toBe(10);
+    });
+
+    it("a claim written again after the scan is never deleted at the version scanned; its reservation goes", async () => {
+      const store = createMemoryStore(storeOptions);
+      const live = await seed(store, 40);
+      const address = "10.7.0.1"; // dead-0's
+      const before = await store.readClaim({ network: "n", address });
+      expect(before?.claim.key.containerId).toBe("dead-0");
+      // the same content written again: a fresh read would see the holder unchanged and delete it
+      const rewrite = async () => {
+        await store.writeClaim({ network: "n", address }, (before as NonNullable<typeof before>).claim, before?.version);
+      };
+      const { counted } = counting(store, rewrite);
+      const report = await reconcileOnce({ store: counted, pods: pods(live), graceMs: 0 });
+      expect(report.released).toHaveLength(40);
+      expect(await claimed(store)).toBe(claimsLeft);
+      if (claimsLeft === 11) expect(await holderOf(store, { network: "n", address })).toBe("dead-0");
+    });
+
+    it("a scan that fails leaves each release to read its own claims", async () => {
+      const store = createMemoryStore(storeOptions);
+      const live = await seed(store, 40);
+      const failing = delegatingStore(store, {
+        scanClaims: async () => {
+          throw new Error("the list timed out");
+        },
+      });
+      const { counted, calls } = counting(failing);
+      const report = await reconcileOnce({ store: counted, pods: pods(live), graceMs: 0 });
+      expect(report.released).toHaveLength(40);
+      expect(report.failed).toEqual([]);
+      expect(calls.readClaim + calls.readClaims).toBeGreaterThan(0);
+      expect(await claimed(store)).toBe(10);
+    });
+  },
+);
