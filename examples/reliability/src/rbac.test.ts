@@ -1,8 +1,9 @@
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { attachmentKey, createIpam, parseRange } from "@ipamkit/core";
 import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
-import { ipPoolName } from "@ipamkit/storage-kubernetes";
+import { createKubernetesStore, ipPoolName } from "@ipamkit/storage-kubernetes";
 import { CoreV1Api, CustomObjectsApi, type KubernetesObject, KubernetesObjectApi, loadAllYaml } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { RECONCILER, scratchDir } from "../test/campaign.js";
@@ -12,7 +13,8 @@ import { runBinary } from "../test/subprocess.js";
 // the project's manifests (rbac-cni.yaml, rbac-reconciler.yaml) are applied as they ship, the two
 // ServiceAccounts get tokens, and the built CNI binary and the built reconciler do everything they
 // do — ADD (overlapping-range claims, a dangling claim taken over, per-node blocks), CHECK, DEL,
-// GC, STATUS; a reconcile pass that releases an orphan, the pod-watch controller with its Lease.
+// GC, STATUS; a reconcile pass that releases 33 orphans (their reservation records read in one
+// list), the pod-watch controller with its Lease.
 // The API server's audit log then shows every request each account made: none was refused (403),
 // and every verb the manifests grant was used — nothing granted is left unused.
 
@@ -198,17 +200,31 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
   await cni("ADD", "b1", conf({ range: "10.68.0.0/26", node_block_size: 4, node_name: "node-a" }));
   // an orphan for the reconciler
   await cni("ADD", "c5", conf(), { name: "gone", uid: "gone-uid" });
+  // and 32 more attachments of that pod, placed through the library as the admin (32 CNI processes
+  // would cost half a minute): a mass release, whose overlapping-range records the reconciler reads
+  // in one list (one pod: it is still re-read by a GET)
+  const placing = createIpam({ store: createKubernetesStore({ kubeconfig: server.kubeConfig, namespace: "kube-system" }) });
+  for (let i = 0; i < 32; i++)
+    await placing.allocate({
+      ranges: [parseRange({ range })],
+      key: attachmentKey({ containerId: `mass-${i}`, ifName: "net1" }),
+      podRef: "apps/gone",
+      podUid: "gone-uid",
+    });
 
-  // the reconciler: one pass that releases the orphan, then the controller with leader election
+  // the reconciler: one pass that releases the orphans, then the controller with leader election
   const once = await reconciler(["--kubeconfig", reconcilerKubeconfig, "--once", "--grace", "0s"]);
   expect(once.code, once.log).toBe(0);
-  expect(once.log).toContain('"released":1');
+  expect(once.log).toContain('"released":33');
+  // one more orphan, for the controller's first pass: one release, its record read by a GET
+  await cni("ADD", "c7", conf(), { name: "gone", uid: "gone-uid" });
   const watching = await reconciler(
     ["--kubeconfig", reconcilerKubeconfig, "--watch", "--resync", "1s", "--grace", "0s", "--identity", "r1"],
     6_000,
   );
   expect(watching.log).toContain("became leader");
   expect(watching.log).toContain("released lease");
+  expect(watching.log).toContain('"released":1');
 
   const seen = audited();
   const report: string[] = [];
