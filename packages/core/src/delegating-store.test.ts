@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { readClaimsOf } from "./claims.js";
 import { delegatingStore } from "./delegating-store.js";
+import { parseCidr } from "./ip.js";
 import { attachmentKey } from "./key.js";
 import { createMemoryStore } from "./memory-store.js";
+import { Pool } from "./pool.js";
 import { withPoolRecall } from "./pool-recall.js";
 
 describe("delegatingStore", () => {
@@ -52,5 +54,16 @@ describe("delegatingStore", () => {
       { ref: { network: "n", address: "10.0.0.1" }, stored: { claim, version } },
     ]);
     expect(delegatingStore(memory, { readClaim: (r) => memory.readClaim(r) }).scanClaims).toBeUndefined();
+  });
+
+  it("offers scanPools when the wrapped store does, but not around an override of readPool", async () => {
+    const memory = createMemoryStore({ poolScans: true });
+    const ref = { network: "n", cidr: "10.0.0.0/28" };
+    const version = await memory.writePool(ref, Pool.empty(parseCidr(ref.cidr)), undefined);
+    expect(delegatingStore(createMemoryStore()).scanPools).toBeUndefined();
+    expect((await delegatingStore(memory).scanPools?.())?.map((p) => ("stored" in p ? [p.ref, p.stored.version] : p))).toEqual([
+      [ref, version],
+    ]);
+    expect(delegatingStore(memory, { readPool: (r) => memory.readPool(r) }).scanPools).toBeUndefined();
   });
 });

@@ -11,8 +11,7 @@ export type {
 export { allocate, allocateAll, findFree, release, releaseIf } from "./allocator.js";
 export type { BlockPool, NodeBlockIpam, NodeBlockIpamOptions } from "./block-ipam.js";
 export { createNodeBlockIpam } from "./block-ipam.js";
-export type { ClaimOutcome } from "./claims.js";
-export type { RecalledClaim } from "./claims.js";
+export type { ClaimOutcome, RecalledClaim } from "./claims.js";
 export { claimAddress, claimRefFor, dropClaim, planClaim, readClaimsOf, readClaimsThrough } from "./claims.js";
 export { delegatingStore } from "./delegating-store.js";
 export type { IpamErrorCode, IpamErrorOptions } from "./errors.js";
@@ -83,6 +82,7 @@ export type {
   IpamStore,
   PoolRef,
   ScannedClaim,
+  ScannedPool,
   StoreCapabilities,
   StoredClaim,
   StoredPool,

@@ -38,6 +38,8 @@ export interface MemoryStoreOptions {
   claimBatches?: boolean;
   /** Offer the optional `scanClaims`: every claim of some networks in one call (like Kubernetes). Default false. */
   claimScans?: boolean;
+  /** Offer the optional `scanPools`: every pool in one call (like Kubernetes and etcd). Default false. */
+  poolScans?: boolean;
 }
 
 export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
@@ -137,6 +139,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
   };
   if (options.atomicCommit === true) store.commit = commit;
   if (options.claimBatches === true) store.readClaims = async (refs) => Promise.all(refs.map((ref) => store.readClaim(ref)));
+  if (options.poolScans === true)
+    store.scanPools = async () =>
+      Promise.all((await store.listPools()).map(async (ref) => ({ ref, stored: (await store.readPool(ref)) as StoredPool })));
   if (options.claimScans === true)
     store.scanClaims = async (networks) => {
       const out: ScannedClaim[] = [];

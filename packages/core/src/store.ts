@@ -50,6 +50,9 @@ export interface StoredClaim {
   readonly version: Version;
 }
 
+/** One pool of a {@link IpamStore.scanPools}: what `readPool` would give there, or the error it would throw. */
+export type ScannedPool = { readonly ref: PoolRef; readonly stored: StoredPool } | { readonly ref: PoolRef; readonly error: Error };
+
 /** One claim of a {@link IpamStore.scanClaims}: where it is, and what `readClaim` would give there. */
 export interface ScannedClaim {
   readonly ref: ClaimRef;
@@ -111,6 +114,13 @@ export interface IpamStore {
   recallPool?(ref: PoolRef): StoredPool | undefined;
   /** Every pool, in one stable order (network, then CIDR text). */
   listPools(): Promise<PoolRef[]>;
+  /**
+   * Optional: every pool with what `readPool` would give, read in bulk (one paged list or range
+   * read, where `listPools` and a `readPool` each cost a request per pool), in `listPools`' order.
+   * A pool `readPool` would refuse (corrupt) is in its place with that error; the rest are read.
+   * For passes over every pool (the reconciler's observation), never for one ADD or DEL.
+   */
+  scanPools?(): Promise<ScannedPool[]>;
   /** Reads a claim and its version; undefined when it does not exist. */
   readClaim(ref: ClaimRef, options?: ClaimReadOptions): Promise<StoredClaim | undefined>;
   /**

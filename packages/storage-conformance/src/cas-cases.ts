@@ -1,4 +1,13 @@
-import { attachmentKey, type ClaimRef, Pool, PoolCorruptError, parseCidr, readClaimsOf, StoreConflictError } from "@ipamkit/core";
+import {
+  attachmentKey,
+  type ClaimRef,
+  Pool,
+  PoolCorruptError,
+  parseCidr,
+  readClaimsOf,
+  StoreConflictError,
+  type StoredPool,
+} from "@ipamkit/core";
 import { expect, it } from "vitest";
 import { key, type SuiteContext } from "./context.js";
 
@@ -132,8 +141,9 @@ export function registerCasCases(ctx: SuiteContext): void {
     expect(await readClaimsOf(s, [])).toEqual([]);
   });
 
-  it("offers scanClaims exactly when the suite was told it does", () => {
+  it("offers scanClaims and scanPools exactly when the suite was told it does", () => {
     expect(ctx.store().scanClaims !== undefined).toBe(ctx.options.claimScans === true);
+    expect(ctx.store().scanPools !== undefined).toBe(ctx.options.poolScans === true);
   });
 
   it("reports corruption with a typed error and never resets the pool", async () => {
@@ -242,5 +252,46 @@ export function registerScanCases(ctx: SuiteContext): void {
     for (const x of scanned) expect(x.stored).toEqual(await s.readClaim(x.ref));
     expect(scanned[2]?.stored).toEqual({ claim: { pool: ref, key: key("again"), podRef: "ns/again" }, version: v });
     expect(await s.scanClaims?.([])).toEqual([]);
+  });
+}
+
+/** The optional bulk read of pools: each answer what readPool gives, in listPools' order; a corrupt pool reported in its place. */
+export function registerPoolScanCases(ctx: SuiteContext): void {
+  it("scans every pool as readPool reads it, in listPools' order, a corrupt one reported in its place", async () => {
+    const s = ctx.store();
+    expect(await s.scanPools?.()).toEqual([]);
+    const refs = [
+      { network: "b", cidr: "10.2.0.0/24" },
+      { network: "", cidr: "10.9.0.0/24" },
+      { network: "a", cidr: "10.3.0.0/24" },
+      { network: "a", cidr: "10.1.0.0/24" },
+    ];
+    for (const [i, r] of refs.entries()) {
+      const c = parseCidr(r.cidr);
+      const p = Pool.fromReservations(c, [{ offset: BigInt(i + 1), key: key(`k${i}`), podRef: `ns/p${i}` }]);
+      await s.writePool(r, p, undefined);
+    }
+    // written again: the scan gives the latest version
+    const again = refs[2] as (typeof refs)[number];
+    const before = (await s.readPool(again)) as StoredPool;
+    await s.writePool(again, before.pool.with({ offset: 9n, key: key("again") }), before.version);
+    const corrupt = refs[3] as (typeof refs)[number];
+    if (ctx.options.corruptPool !== undefined) await ctx.options.corruptPool(s, corrupt);
+    const scanned = (await s.scanPools?.()) ?? [];
+    expect(scanned.map((x) => x.ref)).toEqual(await s.listPools());
+    for (const x of scanned) {
+      if ("error" in x) {
+        expect(x.ref).toEqual(corrupt);
+        expect(ctx.options.corruptPool).toBeDefined();
+        const refused = await s.readPool(x.ref).catch((e: unknown) => e);
+        expect((x.error as { code?: string }).code).toBeDefined();
+        expect((refused as { code?: string }).code).toBe((x.error as { code?: string }).code);
+        continue;
+      }
+      const read = await s.readPool(x.ref);
+      expect(x.stored.version).toBe(read?.version);
+      expect(ids(x.stored.pool)).toEqual(ids(read?.pool));
+    }
+    expect(scanned.filter((x) => "error" in x)).toHaveLength(ctx.options.corruptPool === undefined ? 0 : 1);
   });
 }

@@ -2,7 +2,7 @@ import type { IpamStore } from "@ipamkit/core";
 import { afterEach, beforeEach, describe } from "vitest";
 import { registerAllocationCases } from "./allocation-cases.js";
 import { registerBlockCases } from "./block-cases.js";
-import { registerCasCases, registerCommitCases, registerEntryCases, registerScanCases } from "./cas-cases.js";
+import { registerCasCases, registerCommitCases, registerEntryCases, registerPoolScanCases, registerScanCases } from "./cas-cases.js";
 import { registerConcurrencyCases } from "./concurrency-cases.js";
 import { registerModelCases } from "./model-cases.js";
 import type { ConformanceOptions } from "./options.js";
@@ -39,6 +39,7 @@ export function describeStoreConformance(options: ConformanceOptions): void {
     if (options.atomicCommit === true) describe("atomic commit", () => registerCommitCases(ctx));
     if (options.entryWrites === true) describe("entry-level commit steps", () => registerEntryCases(ctx));
     if (options.claimScans === true) describe("claims scanned in bulk", () => registerScanCases(ctx));
+    if (options.poolScans === true) describe("pools scanned in bulk", () => registerPoolScanCases(ctx));
     describe("allocation and exact-key release", () => registerAllocationCases(ctx));
     describe("overlapping ranges", () => registerOverlapCases(ctx));
     describe("concurrency", () => registerConcurrencyCases(ctx));

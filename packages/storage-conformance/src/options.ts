@@ -20,6 +20,8 @@ export interface ConformanceOptions {
   entryWrites?: boolean;
   /** The store offers the optional `scanClaims` (every claim of some networks in bulk); its answers are then checked against `readClaim`. */
   claimScans?: boolean;
+  /** The store offers the optional `scanPools` (every pool in bulk); its answers are then checked against `readPool`. */
+  poolScans?: boolean;
   /** Backend-specific cases, registered after the common ones inside the same describe. */
   extra?: (getStore: () => IpamStore) => void;
   /** Concurrent allocators and allocations each in the concurrency case. Default 32 × 20. */
