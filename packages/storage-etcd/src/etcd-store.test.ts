@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inspect } from "node:util";
-import { attachmentKey, createIpam, parseIp, parseRange, StoreAccessDeniedError, StoreUnavailableError } from "@ipamkit/core";
+import { attachmentKey, createIpam, type PoolRef, parseIp, parseRange, StoreAccessDeniedError, StoreUnavailableError } from "@ipamkit/core";
 import { makeTestCertificates, startEtcd } from "@ipamkit/etcd-launcher";
 import { Etcd3 } from "etcd3";
 import { describe, expect, inject, it } from "vitest";
@@ -112,6 +112,17 @@ describe("on a real etcd", () => {
     );
     expect(inPages?.version).toBe(whole1?.version);
     expect(inPages?.pool.reservations()).toHaveLength(25);
+    // a scan of several pools spanning pages (a pool's keys split between pages) reads each as readPool does
+    const second = parseRange({ range: "10.7.0.0/28" });
+    for (let i = 0; i < 5; i++) await createIpam({ store: writer }).allocate({ network: "b", ranges: [second], key: key(`q${i}`) });
+    const scanned = ((await paged.scanPools?.()) ?? []).map((x) => ("stored" in x ? x : undefined));
+    expect(scanned.map((x) => x?.ref)).toEqual(await writer.listPools());
+    for (const x of scanned) {
+      const read = await writer.readPool(x?.ref as PoolRef);
+      expect(x?.stored.version).toBe(read?.version);
+      expect(x?.stored.pool.reservations()).toEqual(read?.pool.reservations());
+    }
+    expect(scanned.map((x) => x?.stored.pool.size)).toEqual([25, 5]);
     expect(() => createEtcdStore({ endpoints: [endpoint], rangePageSize: 0 })).toThrow(/rangePageSize 0/);
     await Promise.all([writer.close(), paged.close()]);
     await raw.delete().prefix(prefix).exec();

@@ -14,6 +14,7 @@ import {
   poolId,
   type Reservation,
   reservationToRecord,
+  type ScannedPool,
   StoreConflictError,
   StoreCorruptError,
   type StoredClaim,
@@ -147,13 +148,17 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
   /** A full read of the pool's keys (validating the index too); fills the cache. */
   async function readFull(ref: PoolRef): Promise<StoredPool | undefined> {
     const response = await readPrefix(`read ${poolId(ref)}`, keys.pool(ref));
-    const entries = readPoolKeys(ref, keys, response.kvs);
-    if (entries === undefined) {
-      cache.delete(poolId(ref));
-      return undefined;
-    }
+    const stored = fromKeys(ref, response.kvs, BigInt(response.revision));
+    if (stored === undefined) cache.delete(poolId(ref));
+    return stored;
+  }
+
+  /** A pool read from all of its keys at `revision` (a full read's or a scan's); fills the cache. */
+  function fromKeys(ref: PoolRef, kvs: readonly IKeyValue[], revision: bigint): StoredPool | undefined {
+    const entries = readPoolKeys(ref, keys, kvs);
+    if (entries === undefined) return undefined;
     const pool = toPool(ref, entries);
-    cache.set(poolId(ref), { pool, version: entries.version, revision: BigInt(response.revision), tombstones: entries.tombstones });
+    cache.set(poolId(ref), { pool, version: entries.version, revision, tombstones: entries.tombstones });
     return { pool, version: entries.version };
   }
 
@@ -393,6 +398,35 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
         if (network !== undefined && cidr !== undefined && entry !== undefined) metas.add(`${keys.poolsPrefix}${network}/${cidr}/meta`);
       }
       return [...metas].flatMap((k) => keys.parsePool(k) ?? []).sort(comparePoolRefs);
+    },
+    /** Every pool in one paged range read of every pool's keys (at one revision), each read as readPool's full read reads it. */
+    async scanPools(): Promise<ScannedPool[]> {
+      const response = await readPrefix("scan pools", keys.poolsPrefix);
+      const revision = BigInt(response.revision);
+      const groups = new Map<string, IKeyValue[]>();
+      for (const kv of response.kvs) {
+        const [network, cidr, entry] = kv.key.toString("utf8").slice(keys.poolsPrefix.length).split("/");
+        if (network === undefined || cidr === undefined || entry === undefined) continue;
+        const group = `${keys.poolsPrefix}${network}/${cidr}/`;
+        const kvs = groups.get(group);
+        if (kvs === undefined) groups.set(group, [kv]);
+        else kvs.push(kv);
+      }
+      const found = [...groups].flatMap(([group, kvs]) => {
+        const ref = keys.parsePool(`${group}meta`);
+        return ref === undefined ? [] : [{ ref, group, kvs }];
+      });
+      const out: ScannedPool[] = [];
+      for (const { ref, group, kvs } of found.sort((a, b) => comparePoolRefs(a.ref, b.ref))) {
+        try {
+          // keys not where readPool reads this pool: read it as readPool does (no pool written so)
+          const stored = keys.pool(ref) === group ? fromKeys(ref, kvs, revision) : await readFull(ref);
+          if (stored !== undefined) out.push({ ref, stored });
+        } catch (error) {
+          out.push({ ref, error: error instanceof Error ? error : new Error(String(error)) });
+        }
+      }
+      return out;
     },
     async readClaim(ref: ClaimRef): Promise<StoredClaim | undefined> {
       const key = keys.claim(ref);

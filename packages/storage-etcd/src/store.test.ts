@@ -12,6 +12,7 @@ describeStoreConformance({
   name: "storage-etcd",
   atomicCommit: true,
   entryWrites: true,
+  poolScans: true,
   create: () => {
     const prefix = `/conformance/${process.pid}-${n++}/`;
     const store = createEtcdStore({ endpoints: [endpoint], prefix });

@@ -7,8 +7,10 @@ import {
   formatIp,
   type Ip,
   type IpamStore,
+  type PoolRef,
   parseIp,
   type ScannedClaim,
+  type ScannedPool,
   StoreConflictError,
   StoreCorruptError,
   type StoredClaim,
@@ -82,6 +84,16 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
     return out.sort((a, b) => comparePoolRefs(a.ref, b.ref));
   }
 
+  /** An IPPool object read as its pool, decoded again only when its version changed. */
+  function storedPool(ref: PoolRef, name: string, object: KubeObject): StoredPool {
+    const version = remember(IPPOOL, name, object);
+    const cached = decoded.get(name);
+    if (cached?.version === version) return cached;
+    const stored = { pool: poolFromIPPool(ref, object, label(IPPOOL, name)), version };
+    decoded.set(name, stored);
+    return stored;
+  }
+
   /** IPPools listed once, on first need (only Whereabouts-written reservations need them). */
   const listedPools = () => {
     let listed: Promise<ListedPool[]> | undefined;
@@ -144,12 +156,17 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
         decoded.delete(name);
         return undefined;
       }
-      const version = remember(IPPOOL, name, object);
-      const cached = decoded.get(name);
-      if (cached?.version === version) return cached;
-      const stored = { pool: poolFromIPPool(ref, object, label(IPPOOL, name)), version };
-      decoded.set(name, stored);
-      return stored;
+      return storedPool(ref, name, object);
+    },
+
+    async scanPools() {
+      return (await listIPPools()).map((listed): ScannedPool => {
+        try {
+          return { ref: listed.ref, stored: storedPool(listed.ref, listed.object.metadata?.name ?? "", listed.object) };
+        } catch (error) {
+          return { ref: listed.ref, error: error instanceof Error ? error : new Error(String(error)) };
+        }
+      });
     },
 
     async writePool(ref, pool, expected) {

@@ -21,6 +21,7 @@ for (const target of kubeTargets()) {
     describeStoreConformance({
       name: "storage-kubernetes",
       claimScans: true,
+      poolScans: true,
       ...(target.concurrency === undefined ? {} : { concurrency: target.concurrency }),
       create: async () => {
         const namespace = await env.namespace();
