@@ -4,6 +4,7 @@ import {
   createMemoryStore,
   delegatingStore,
   type IpamStore,
+  type MemoryStoreOptions,
   type PoolRef,
   parseRange,
   poolId,
@@ -14,8 +15,8 @@ import { observePools } from "./observe.js";
 const POOLS = 7;
 
 /** POOLS pools of one reservation each (pod ns/pod-<i> at 10.<i>.0.1), in a memory store. */
-async function pools(): Promise<{ store: IpamStore; refs: PoolRef[] }> {
-  const store = createMemoryStore();
+async function pools(options: MemoryStoreOptions = {}): Promise<{ store: IpamStore; refs: PoolRef[] }> {
+  const store = createMemoryStore(options);
   const ipam = createIpam({ store });
   for (let i = 0; i < POOLS; i++) {
     await ipam.allocate({
@@ -89,5 +90,48 @@ describe("observePools", () => {
     const observation = await observePools(slow, { concurrency: 4, podRefs: new Set(["ns/pod-1", "ns/pod-5"]) });
     expect(observation.reservations.map((o) => o.reservation.podRef)).toEqual(["ns/pod-1", "ns/pod-5"]);
     expect(observation.reservations.map((o) => o.address)).toEqual(["10.1.0.1", "10.5.0.1"]);
+  });
+
+  it("reads every pool in one scan where the store offers scanPools: no listing, no read each, the same observation", async () => {
+    const { store, refs } = await pools({ poolScans: true });
+    const calls = { scan: 0, list: 0, read: 0 };
+    const counted: IpamStore = {
+      ...store,
+      scanPools: () => {
+        calls.scan++;
+        return (store.scanPools as NonNullable<IpamStore["scanPools"]>)();
+      },
+      listPools: () => {
+        calls.list++;
+        return store.listPools();
+      },
+      readPool: (ref) => {
+        calls.read++;
+        return store.readPool(ref);
+      },
+    };
+    const observation = await observePools(counted, { concurrency: 4 });
+    expect(calls).toEqual({ scan: 1, list: 0, read: 0 });
+    expect(observation.pools).toBe(POOLS);
+    expect(observation.reservations.map((o) => o.pool)).toEqual(refs);
+    expect([...observation.stored.keys()]).toEqual(refs.map(poolId));
+    const oneByOne = await observePools(slowReads(store, refs, () => 0).slow);
+    expect(observation.reservations).toEqual(oneByOne.reservations);
+    expect(observation.stored).toEqual(oneByOne.stored);
+  });
+
+  it("reports a pool the scan could not read in its place, with the others", async () => {
+    const { store, refs } = await pools({ poolScans: true });
+    const bad = refs[4] as PoolRef;
+    const scanning = delegatingStore(store, {
+      scanPools: async () =>
+        ((await store.scanPools?.()) ?? []).map((x) =>
+          poolId(x.ref) === poolId(bad) ? { ref: x.ref, error: new Error("corrupt entry") } : x,
+        ),
+    });
+    const observation = await observePools(scanning);
+    expect(observation.unreadable).toEqual([{ pool: bad, error: new Error("corrupt entry") }]);
+    expect(observation.reservations.map((o) => o.pool)).toEqual(refs.filter((r) => r !== bad));
+    expect(observation.stored.has(poolId(bad))).toBe(false);
   });
 });

@@ -20,19 +20,35 @@ export interface ObserveOptions {
 type PoolRead = { stored: StoredPool | undefined } | { error: Error };
 
 /**
- * Reads every pool once and lists its reservations with their addresses, in the pools' listed
- * order whatever order the reads finish in. With per-node blocks a pool is a block: thousands of
- * small reads, so they are made `concurrency` at a time.
+ * Every pool and its read: in one bulk read where the store offers `scanPools` (one paged list or
+ * range instead of a request per pool), else listed and read `concurrency` at a time.
  */
-export async function observePools(store: IpamStore, options: ObserveOptions = {}): Promise<Observation> {
-  const { podRefs } = options;
+async function readEveryPool(store: IpamStore, concurrency: number): Promise<{ refs: PoolRef[]; reads: PoolRead[] }> {
+  if (store.scanPools !== undefined) {
+    const scanned = await store.scanPools();
+    return {
+      refs: scanned.map((x) => x.ref),
+      reads: scanned.map((x): PoolRead => ("error" in x ? { error: x.error } : { stored: x.stored })),
+    };
+  }
   const refs = await store.listPools();
-  const reads = await mapLimited(refs, options.concurrency ?? 1, (ref) =>
+  const reads = await mapLimited(refs, concurrency, (ref) =>
     store.readPool(ref).then(
       (stored): PoolRead => ({ stored }),
       (error: unknown): PoolRead => ({ error: error instanceof Error ? error : new Error(`${poolId(ref)}: ${String(error)}`) }),
     ),
   );
+  return { refs, reads };
+}
+
+/**
+ * Reads every pool once and lists its reservations with their addresses, in the pools' listed
+ * order whatever order the reads finish in. With per-node blocks a pool is a block: thousands of
+ * small reads, so they are made in bulk where the store can, else `concurrency` at a time.
+ */
+export async function observePools(store: IpamStore, options: ObserveOptions = {}): Promise<Observation> {
+  const { podRefs } = options;
+  const { refs, reads } = await readEveryPool(store, options.concurrency ?? 1);
   const observation: Observation = { pools: refs.length, reservations: [], unreadable: [], stored: new Map() };
   refs.forEach((ref, i) => {
     const read = reads[i] as PoolRead;
