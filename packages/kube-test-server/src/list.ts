@@ -93,12 +93,13 @@ export function listObjects(store: ObjectStore, kind: KindSpec, namespace: strin
   const select = selection(kind, namespace, query);
   const limit = parseLimit(query.get("limit"));
   const { rv, start, token } = snapshot(store, query);
-  const all = store.list(kind.plural, namespace, rv);
-  if (all === undefined) {
+  const after = store.list(kind.plural, namespace, rv, start);
+  if (after === undefined) {
     if (token !== undefined) throw expired(CONTINUE_EXPIRED, encodeToken({ v: "meta.k8s.io/v1", rv: -1, start }));
     throw expired(`too old resource version: ${rv} (${store.compactedThrough})`);
   }
-  const matching = all.filter((o) => objectKey(o) > start && select.matches(o));
+  // the store answered this namespace's objects after `start`: only selectors are left to apply
+  const matching = select.filtered ? after.filter((o) => select.matches(o)) : after;
   const page = limit > 0 ? matching.slice(0, limit) : matching;
   const last = page[page.length - 1];
   const more = limit > 0 && matching.length > limit && last !== undefined;
