@@ -14,6 +14,7 @@ import {
   poolId,
   type Reservation,
   reservationToRecord,
+  type ScannedClaim,
   type ScannedPool,
   StoreConflictError,
   StoreCorruptError,
@@ -450,6 +451,24 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     },
     async deleteClaim(ref: ClaimRef, expected: Version): Promise<void> {
       await transact([{ kind: "delete-claim", ref, expected }], `delete claim ${claimId(ref)}`);
+    },
+    /** Each network's claims in one paged range read; a claim key not where readClaim reads it is left out, as readClaim would miss it. */
+    async scanClaims(networks: readonly string[]): Promise<ScannedClaim[]> {
+      const out: ScannedClaim[] = [];
+      for (const network of new Set(networks)) {
+        const response = await readPrefix(`scan claims of network ${network}`, keys.claimsPrefix(network));
+        const found = response.kvs.flatMap((kv) => {
+          const key = kv.key.toString("utf8");
+          const ref = keys.parseClaim(key);
+          return ref === undefined || ref.network !== network || keys.claim(ref) !== key ? [] : [{ ref, key, kv }];
+        });
+        found.sort((a, b) => (a.ref.address < b.ref.address ? -1 : a.ref.address > b.ref.address ? 1 : 0));
+        for (const { ref, key, kv } of found) {
+          const stored = storedClaim(key, kv);
+          if (stored !== undefined) out.push({ ref, stored });
+        }
+      }
+      return out;
     },
     async listClaims(network: string): Promise<ClaimRef[]> {
       const found = await keysUnder("list claims", keys.claimsPrefix(network));

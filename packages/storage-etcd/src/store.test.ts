@@ -13,6 +13,7 @@ describeStoreConformance({
   atomicCommit: true,
   entryWrites: true,
   poolScans: true,
+  claimScans: true,
   create: () => {
     const prefix = `/conformance/${process.pid}-${n++}/`;
     const store = createEtcdStore({ endpoints: [endpoint], prefix });
