@@ -1,21 +1,26 @@
 /**
- * The reconcile after a power-cycle, on one etcd (Debian etcd-server, data dir on tmpfs), at the
- * simulation's scale: NODES nodes with per-node blocks of 16, NETWORKS networks (a /20 each), PODS
- * StatefulSet pods. Every pod is placed twice — its dead sandbox, then its reborn one under the
- * same name with a new UID — so each node holds two blocks per network, the pods list only the
- * reborn sandboxes' addresses, and half the reservations are orphans.
+ * The reconcile after a power-cycle, at the simulation's scale, on one etcd (Debian etcd-server,
+ * data dir on tmpfs) and on the Kubernetes test API server (in this process: its CPU counts):
+ * NODES nodes with per-node blocks of 16, NETWORKS networks (a /20 each), PODS StatefulSet pods.
+ * Every pod is placed twice — its dead sandbox, then its reborn one under the same name with a
+ * new UID — so each node holds two blocks per network, the pods list only the reborn sandboxes'
+ * addresses, and half the reservations are orphans (each with its overlapping-range claim).
  *
- * 1. Observing the pools (observePools: list, then read every pool), pools read one at a time (as
- *    before 2026-12-05) against `concurrency` at a time (reconcileOnce's default), alternated, on
+ * 1. Observing the pools (observePools): listed and read `concurrency` at a time (the store's bulk
+ *    reads hidden, as before 2026-12-05 noon) against one bulk read (`scanPools`), alternated, on
  *    the same data; medians. Each run through a store client of its own, opened for it: a
  *    reconciler is a process of its own, whose store has read nothing yet.
- * 2. One full reconcileOnce (default concurrency) on that data, through a fresh client too: it must
- *    release exactly the dead sandboxes' reservations; its time and CPU.
- * Run: pnpm --filter @ipamkit/reconciler bench:power-cycle   (BENCH_ROUNDS=5 by default)
+ * 2. Full reconcileOnce passes, alternated the same two ways (without the bulk reads: pools read
+ *    each, claims read per pool write; with them: scanPools, and scanClaims where the store has
+ *    it), each through a fresh client; each must release exactly the dead sandboxes'
+ *    reservations, which are then placed again for the next pass (not timed).
+ * Run: pnpm --filter @ipamkit/reconciler bench:power-cycle   (BENCH_STORES=etcd,kubernetes,
+ * BENCH_ROUNDS=5 observation rounds and BENCH_PASSES=2 passes each way by default)
  */
 import {
   attachmentKey,
   createNodeBlockIpam,
+  delegatingStore,
   formatIp,
   type IpamStore,
   type PodFacts,
@@ -25,7 +30,10 @@ import {
   withPoolRecall,
 } from "@ipamkit/core";
 import { startEtcd } from "@ipamkit/etcd-launcher";
+import { startKubeTestServer } from "@ipamkit/kube-test-server";
 import { createEtcdStore } from "@ipamkit/storage-etcd";
+import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
+import { KubeConfig } from "@kubernetes/client-node";
 import { observePools } from "../src/observe.js";
 import type { PodSource } from "../src/pod-source.js";
 import { DEFAULT_CONCURRENCY, reconcileOnce } from "../src/reconcile.js";
@@ -35,6 +43,8 @@ const NODES = 100;
 const NETWORKS = 10;
 const PODS = 1000;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const PASSES = Number(process.env.BENCH_PASSES ?? 2);
+const STORES = (process.env.BENCH_STORES ?? "etcd,kubernetes").split(",");
 const networkName = (k: number) => `net-${k}`;
 const ranges = Array.from({ length: NETWORKS }, (_, k) => parseRange({ range: `10.${100 + k}.0.0/20` }));
 
@@ -83,72 +93,137 @@ function podSource(reborn: Map<string, string[]>, generation: number): PodSource
   return { list: async () => new Map(pods), get: async (ns, name) => pods.get(`${ns}/${name}`), close() {} };
 }
 
-/** One call's value, wall and CPU time, in seconds. */
-async function timed<T>(work: () => Promise<T>): Promise<{ value: T; seconds: number; cpu: number }> {
-  const { value, wall, cpu } = await measure(work);
-  return { value, seconds: wall / 1000, cpu: cpu / 1000 };
+/** A store backend: a fresh client per call of `open`, requests counted where the server counts them. */
+interface Backend {
+  name: string;
+  open(): IpamStore;
+  requests?(): number;
+  stop(): Promise<void>;
 }
 
-const etcd = await startEtcd();
-const store = createEtcdStore({ endpoints: [etcd.endpoint] });
+async function etcdBackend(): Promise<Backend> {
+  const etcd = await startEtcd();
+  return {
+    name: "etcd 3.4 (Debian), data dir on tmpfs",
+    open: () => createEtcdStore({ endpoints: [etcd.endpoint] }),
+    stop: () => etcd.stop(),
+  };
+}
 
-/** One observation through a client opened for it (its cache empty, as in a reconciler's own process). */
-async function observeCold(concurrency: number) {
-  const cold = createEtcdStore({ endpoints: [etcd.endpoint] });
+async function kubernetesBackend(): Promise<Backend> {
+  const server = await startKubeTestServer({ port: 0 });
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(server.kubeconfig({ namespace: "kube-system" }));
+  return {
+    name: "the Kubernetes test API server (in this process)",
+    open: () => createKubernetesStore({ kubeconfig: kubeConfig, whereaboutsCompatible: false }),
+    requests: () => server.stats().requests,
+    stop: () => server.close(),
+  };
+}
+
+/** The store without its bulk reads (scanPools, scanClaims): every other call, readClaims included, as it is. */
+function withoutScans(store: IpamStore): IpamStore {
+  const { scanPools: _pools, scanClaims: _claims, ...rest } = delegatingStore(store);
+  return rest;
+}
+
+/** One call through a client opened for it (its cache empty, as in a reconciler's own process), its requests counted. */
+async function cold<T>(backend: Backend, scans: boolean, work: (store: IpamStore) => Promise<T>) {
+  const client = backend.open();
+  const before = backend.requests?.();
   try {
-    return await observePools(cold, { concurrency });
+    const run = await measure(() => work(scans ? client : withoutScans(client)));
+    return { ...run, requests: before === undefined ? undefined : (backend.requests?.() ?? 0) - before };
   } finally {
-    await cold.close();
+    await client.close();
   }
 }
-try {
-  const setup = await timed(async () => {
-    await place(store, 1);
-    return place(store, 2);
-  });
-  const reborn = setup.value;
-  console.log(`setup: ${2 * PODS * NETWORKS} ADDs on ${NODES} nodes in ${setup.seconds.toFixed(1)} s`);
 
-  const observeRuns: Record<string, { seconds: number[]; cpu: number[]; pools: number; reservations: number }> = {};
-  const variants = [1, DEFAULT_CONCURRENCY];
-  // one uncounted warm-up each: the first pass of a process pays V8's compiling
-  for (const c of variants) await observeCold(c);
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const c of round % 2 === 0 ? variants : [...variants].reverse()) {
-      const run = await timed(() => observeCold(c));
-      const row = observeRuns[c] ?? { seconds: [], cpu: [], pools: 0, reservations: 0 };
-      observeRuns[c] = row;
-      row.seconds.push(run.seconds);
+type Runs = { wall: number[]; cpu: number[]; requests: number[] };
+const WAYS = [false, true] as const;
+const way = (scans: boolean) => (scans ? "bulk reads (scanPools, scanClaims)" : "a read each (before)");
+const seconds = (xs: number[]) => xs.map((x) => (x / 1000).toFixed(2)).join(", ");
+const med = (xs: number[]) => (median(xs) / 1000).toFixed(2);
+
+/** Runs `work` ROUNDS times each way, alternating which way goes first. */
+async function alternated<T>(
+  rounds: number,
+  work: (scans: boolean) => Promise<{ wall: number; cpu: number; requests: number | undefined; value: T }>,
+) {
+  const runs = new Map<boolean, Runs & { last?: T }>(WAYS.map((w) => [w, { wall: [], cpu: [], requests: [] }]));
+  for (let round = 0; round < rounds; round++) {
+    for (const scans of round % 2 === 0 ? WAYS : [...WAYS].reverse()) {
+      const run = await work(scans);
+      const row = runs.get(scans) as Runs & { last?: T };
+      row.wall.push(run.wall);
       row.cpu.push(run.cpu);
-      row.pools = run.value.pools;
-      row.reservations = run.value.reservations.length;
+      if (run.requests !== undefined) row.requests.push(run.requests);
+      row.last = run.value;
     }
   }
-
-  const fresh = createEtcdStore({ endpoints: [etcd.endpoint] });
-  const reconcile = await timed(() => reconcileOnce({ store: fresh, pods: podSource(reborn, 2), graceMs: 0 })).finally(() => fresh.close());
-  const report = reconcile.value;
-  const deadReleased = report.released.filter((v) => v.observed.reservation.podUid?.startsWith("uid-1-")).length;
-  if (report.failed.length > 0 || deadReleased !== PODS * NETWORKS || report.released.length !== PODS * NETWORKS) {
-    throw new Error(`reconcile released ${report.released.length} (${deadReleased} dead), failed ${report.failed.length}`);
-  }
-
-  console.log(`\n${NODES} nodes, blocks of 16, ${PODS} pods × ${NETWORKS} networks, each pod placed twice (dead + reborn)\n`);
-  console.log("| pools read | pools | reservations | s (median) | CPU s (median) | runs |");
-  console.log("|---|---:|---:|---:|---:|---:|");
-  for (const c of variants) {
-    const r = observeRuns[c] as (typeof observeRuns)[string];
-    console.log(
-      `| ${c === 1 ? "one at a time (before)" : `${c} at a time`} | ${r.pools} | ${r.reservations} | ${median(r.seconds).toFixed(2)} | ${median(r.cpu).toFixed(2)} | ${r.seconds.map((s) => s.toFixed(2)).join(", ")} |`,
-    );
-  }
-  const [one, many] = variants.map((c) => median((observeRuns[c] as (typeof observeRuns)[string]).seconds)) as [number, number];
-  console.log(`\nobserving, wall: × ${(many / one).toFixed(2)}`);
-  console.log(
-    `full reconcileOnce (concurrency ${DEFAULT_CONCURRENCY}): ${reconcile.seconds.toFixed(2)} s, CPU ${reconcile.cpu.toFixed(2)} s (this process; etcd's not counted), released ${report.released.length} (every dead sandbox's), kept ${JSON.stringify(report.kept)}`,
-  );
-} finally {
-  await store.close();
-  await etcd.stop();
+  return runs;
 }
-console.log(`\netcd 3.4 (Debian), data dir on tmpfs, node ${process.version}, ${new Date().toISOString()}`);
+
+async function benchStore(backend: Backend): Promise<void> {
+  const placing = backend.open();
+  try {
+    const setup = await measure(async () => {
+      await place(placing, 1);
+      return place(placing, 2);
+    });
+    const reborn = setup.value;
+    console.log(`\n## ${backend.name}\n\nsetup: ${2 * PODS * NETWORKS} ADDs on ${NODES} nodes in ${(setup.wall / 1000).toFixed(1)} s`);
+
+    const observe = (scans: boolean) => cold(backend, scans, (s) => observePools(s, { concurrency: DEFAULT_CONCURRENCY }));
+    for (const scans of WAYS) await observe(scans); // warm-up: the first pass of a process pays V8's compiling
+    const observed = await alternated(ROUNDS, observe);
+
+    const passes = await alternated(PASSES, async (scans) => {
+      const run = await cold(backend, scans, (s) => reconcileOnce({ store: s, pods: podSource(reborn, 2), graceMs: 0 }));
+      const report = run.value;
+      const dead = report.released.filter((v) => v.observed.reservation.podUid?.startsWith("uid-1-")).length;
+      if (report.failed.length > 0 || dead !== PODS * NETWORKS || report.released.length !== PODS * NETWORKS)
+        throw new Error(`reconcile released ${report.released.length} (${dead} dead), failed ${report.failed.length}`);
+      await place(placing, 1); // the dead sandboxes again, for the next pass (not timed)
+      return run;
+    });
+
+    console.log(`\n${NODES} nodes, blocks of 16, ${PODS} pods × ${NETWORKS} networks, each pod placed twice (dead + reborn)\n`);
+    console.log("| | wall s (median) | CPU s (median) | requests | wall s, each run | CPU s, each run |");
+    console.log("|---|---:|---:|---:|---|---|");
+    for (const scans of WAYS) {
+      const r = observed.get(scans) as Runs & { last?: Awaited<ReturnType<typeof observePools>> };
+      console.log(
+        `| observing ${r.last?.pools} pools (${r.last?.reservations.length} reservations), ${way(scans)} | ${med(r.wall)} | ${med(r.cpu)} | ${r.requests.length === 0 ? "—" : median(r.requests)} | ${seconds(r.wall)} | ${seconds(r.cpu)} |`,
+      );
+    }
+    for (const scans of WAYS) {
+      const r = passes.get(scans) as Runs;
+      console.log(
+        `| full pass, ${way(scans)}: ${PODS * NETWORKS} released each time | ${med(r.wall)} | ${med(r.cpu)} | ${r.requests.length === 0 ? "—" : r.requests.join(", ")} | ${seconds(r.wall)} | ${seconds(r.cpu)} |`,
+      );
+    }
+    const ratio = (runs: Map<boolean, Runs>, key: "wall" | "cpu") =>
+      (median(runs.get(true)?.[key] ?? []) / median(runs.get(false)?.[key] ?? [])).toFixed(2);
+    console.log(
+      `\nbulk reads against a read each: observing wall × ${ratio(observed, "wall")}, CPU × ${ratio(observed, "cpu")}; full pass wall × ${ratio(passes, "wall")}, CPU × ${ratio(passes, "cpu")}`,
+    );
+    console.log(
+      `CPU: this process's (the reconciler's${backend.requests === undefined ? "; etcd's not counted" : " and the test API server's"})`,
+    );
+  } finally {
+    await placing.close();
+  }
+}
+
+for (const name of STORES) {
+  const backend = name === "etcd" ? await etcdBackend() : name === "kubernetes" ? await kubernetesBackend() : undefined;
+  if (backend === undefined) throw new Error(`BENCH_STORES: unknown store ${name} (etcd, kubernetes)`);
+  try {
+    await benchStore(backend);
+  } finally {
+    await backend.stop();
+  }
+}
+console.log(`\nnode ${process.version}, ${new Date().toISOString()}`);
