@@ -146,10 +146,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
     store.scanClaims = async (networks) => {
       const out: ScannedClaim[] = [];
       for (const network of new Set(networks))
-        for (const ref of await store.listClaims(network)) {
-          const entry = claims.get(claimId(ref)) as Entry<Claim>;
-          out.push({ ref, stored: { claim: entry.value, version: String(entry.version) } });
-        }
+        for (const ref of await store.listClaims(network)) out.push({ ref, stored: (await store.readClaim(ref)) as StoredClaim });
       return out;
     };
   return store;
