@@ -47,6 +47,9 @@ async function until(condition: () => boolean | Promise<boolean>, what: string, 
 }
 
 const held = async () => ((await cluster.store.readPool(pool))?.pool.reservations() ?? []).map((r) => r.key.containerId);
+/** The passes of this kind that released `containerId` (a pass is reported after its writes, so wait for the report, not the store). */
+const releasing = (kind: string, containerId: string) =>
+  passes.filter((p) => p.kind === kind && p.report?.released.some((v) => v.observed.reservation.key.containerId === containerId));
 
 it("the start-up pass releases what was orphaned while no controller ran", async () => {
   await cluster.oldIpam.allocate({ ranges: [range], key: key("missed"), podRef: "ns/deleted-while-down" });
@@ -67,14 +70,14 @@ it("a pod deleted or finished while running loses its IP in a targeted pass; the
   expect(passes[0]?.report?.released).toEqual([]);
 
   await cluster.deletePod("ns", "doomed");
-  await until(async () => !(await held()).includes("doomed"), "doomed's release");
+  await until(() => releasing("targeted", "doomed").length > 0, "doomed's release in a targeted pass");
   const finisher = await cluster.core.readNamespacedPod({ namespace: "ns", name: "finisher" });
   await cluster.core.replaceNamespacedPodStatus({
     namespace: "ns",
     name: "finisher",
     body: { ...finisher, status: { phase: "Succeeded" } },
   });
-  await until(async () => !(await held()).includes("finisher"), "finisher's release");
+  await until(() => releasing("targeted", "finisher").length > 0, "finisher's release in a targeted pass");
 
   expect(await held()).toEqual(["keeper"]);
   const targeted = passes.filter((p) => p.kind === "targeted");
@@ -89,8 +92,9 @@ it("keeps watching across server-side watch timeouts", async () => {
   await cluster.createPod({ name: "late" });
   await cluster.oldIpam.allocate({ ranges: [range], key: key("late"), podRef: "ns/late" });
   await cluster.deletePod("ns", "late");
-  await until(async () => (await held()).length === 0, "late's release");
-  expect(passes.some((p) => p.kind === "targeted")).toBe(true);
+  await until(() => releasing("targeted", "late").length > 0, "late's release in a targeted pass");
+  expect(releasing("full", "late")).toEqual([]);
+  expect(await held()).toEqual([]);
 });
 
 it("a failing pass is reported and the controller goes on", async () => {
