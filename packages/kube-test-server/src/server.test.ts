@@ -101,7 +101,7 @@ describe("HTTP surface", () => {
     expect(DEFAULT_MAX_OBJECT_BYTES).toBe(1_572_864);
   });
 
-  it("injects a fault once (failNext) and counts requests by verb and status (stats)", async () => {
+  it("injects a fault once (failNext) and counts requests by verb, status and resource (stats)", async () => {
     const before = standIn(h).stats();
     standIn(h).failNext({
       method: "GET",
@@ -116,6 +116,9 @@ describe("HTTP surface", () => {
     expect(after.requests - before.requests).toBe(2);
     expect((after.byStatus[503] ?? 0) - (before.byStatus[503] ?? 0)).toBe(1);
     expect((after.byVerb.get ?? 0) - (before.byVerb.get ?? 0)).toBe(2);
+    expect((after.byResource["get ippools"] ?? 0) - (before.byResource["get ippools"] ?? 0)).toBe(2);
+    await h.custom.listNamespacedCustomObject({ ...ippools() });
+    expect(standIn(h).stats().byResource["list ippools"]).toBe((after.byResource["list ippools"] ?? 0) + 1);
   });
 
   it("writes a kubeconfig file for client-node, with the context namespace", async () => {

@@ -53,6 +53,8 @@ export interface KubeTestServerStats {
   byStatus: Record<number, number>;
   /** get, list, watch, create, update, patch, delete, discovery, other */
   byVerb: Record<string, number>;
+  /** By verb and resource (`get ippools`, `delete overlappingrangeipreservations`, `update pods/status`); discovery and unrouted requests by verb alone. */
+  byResource: Record<string, number>;
 }
 
 export interface KubeTestServer {
@@ -78,6 +80,15 @@ function verbOf(method: string, target: Route, query: URLSearchParams): string {
   return verbs[method] ?? "other";
 }
 
+/** `ippools`, `pods/status`: the resource a request addressed, for the counters. */
+function resourceOf(target: Route | ApiError | undefined): string | undefined {
+  if (target === undefined || target instanceof ApiError) return undefined;
+  if (target.type === "collection") return target.kind.plural;
+  if (target.type === "object")
+    return target.subresource === undefined ? target.kind.plural : `${target.kind.plural}/${target.subresource}`;
+  return undefined;
+}
+
 function contentType(request: IncomingMessage): string {
   return (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
 }
@@ -100,13 +111,16 @@ export async function startKubeTestServer(options: KubeTestServerOptions = {}): 
   const bookmarkIntervalMs = options.bookmarkIntervalMs ?? 1000;
   const watches = new Set<ActiveWatch>();
   const faults: (Fault & { times: number })[] = [];
-  const stats: KubeTestServerStats = { requests: 0, byStatus: {}, byVerb: {} };
+  const stats: KubeTestServerStats = { requests: 0, byStatus: {}, byVerb: {}, byResource: {} };
   let address = "";
 
-  const count = (verb: string, code: number) => {
+  const count = (verb: string, code: number, target?: Route | ApiError) => {
     stats.requests += 1;
     stats.byStatus[code] = (stats.byStatus[code] ?? 0) + 1;
     stats.byVerb[verb] = (stats.byVerb[verb] ?? 0) + 1;
+    const resource = resourceOf(target);
+    const key = resource === undefined ? verb : `${verb} ${resource}`;
+    stats.byResource[key] = (stats.byResource[key] ?? 0) + 1;
   };
 
   const takeFault = (method: string, path: string): ApiError | undefined => {
@@ -176,10 +190,10 @@ export async function startKubeTestServer(options: KubeTestServerOptions = {}): 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const method = request.method ?? "GET";
     let verb = "other";
+    let target: Route | ApiError | undefined;
     try {
       const url = new URL(request.url ?? "/", "http://127.0.0.1");
       if (options.token !== undefined && request.headers.authorization !== `Bearer ${options.token}`) throw unauthorized();
-      let target: Route | ApiError;
       try {
         target = route(url.pathname, address);
         verb = verbOf(method, target, url.searchParams);
@@ -189,11 +203,11 @@ export async function startKubeTestServer(options: KubeTestServerOptions = {}): 
       const fault = takeFault(method, url.pathname);
       if (fault !== undefined) throw fault;
       if (target instanceof ApiError) throw target;
-      count(verb, await serve(request, response, target, url.searchParams));
+      count(verb, await serve(request, response, target, url.searchParams), target);
     } catch (error) {
       const failure =
         error instanceof ApiError ? error : plainError(`kube-test-server: ${error instanceof Error ? error.message : String(error)}`);
-      count(verb, failure.code);
+      count(verb, failure.code, target);
       if (response.headersSent) response.destroy();
       else sendJson(response, failure.code, failure.status);
     }
