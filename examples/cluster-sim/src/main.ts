@@ -4,7 +4,7 @@ import { etcdBinary } from "@ipamkit/etcd-launcher";
 import { nodesLabel, openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
 import type { CpuParts } from "./cpu.js";
-import { type PhaseResult, runScenario } from "./scenario.js";
+import { type PhaseResult, requestsText, runScenario } from "./scenario.js";
 import { type Spawner, startSpawner } from "./spawner.js";
 import { lineChart, type Series } from "./svg.js";
 import { sweep } from "./sweep.js";
@@ -60,6 +60,8 @@ const lines = [
   "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
 ];
 let bad = 0;
+/** Requests to the test API server per Kubernetes phase, printed after the table. */
+const requestLines: string[] = [];
 const cpuCell = (c: CpuParts) => `${[c.harness, c.cni, c.agents, c.store].map((s) => s.toFixed(0)).join(" / ")} of ${c.machine.toFixed(0)}`;
 // What the machine alone costs: as many no-op processes as a phase's CNI calls — Node ones (a Node
 // plugin's start) and native ones (any native plugin's start; the binary run here is native).
@@ -112,6 +114,8 @@ for (const kind of stores) {
         lines.push(line);
         process.stderr.write(`${line}\n`);
         if (r.audit.heldTwice + r.audit.lost + r.audit.leaked + r.failed > 0) bad++;
+        if (r.requests !== undefined)
+          requestLines.push(`- ${networks} network${networks === 1 ? "" : "s"}, ${r.phase}: ${requestsText(r.requests)}`);
       }
     } finally {
       await store.close();
@@ -154,6 +158,13 @@ if (values.svg !== undefined) {
   lines.push("", ...sweepLines);
 }
 await spawner.close();
+if (requestLines.length > 0)
+  lines.push(
+    "",
+    "Requests the Kubernetes test API server answered per phase (agents, reconciler and the simulation's pods; each phase's closing audit excluded):",
+    "",
+    ...requestLines,
+  );
 const text = `${lines.join("\n")}\n\nFloor of this machine (${concurrency} at once, the ${spawner.kind} spawner): ${floorLine}.\n${concurrency} CNI processes at most at once, started by the ${spawner.kind} spawner, node ${process.version}, ${new Date().toISOString()}\n`;
 process.stdout.write(text);
 if (values.out !== undefined) writeFileSync(values.out, text);

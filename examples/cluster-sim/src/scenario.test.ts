@@ -66,6 +66,12 @@ for (const { kind, blocks, perProcess } of cases) {
         expect(r.cpu.store > 0, r.phase).toBe(kind === "etcd");
       }
       expect(cycle?.cpu.agents).toBeGreaterThan(results[3]?.cpu.agents ?? Infinity);
+      // on Kubernetes, each phase's requests by verb and resource: the pods' own are exact
+      if (kind === "kubernetes") {
+        expect(results[0]?.requests).toMatchObject({ "create pods": 24, "update pods/status": 24 });
+        expect(results[2]?.requests).toMatchObject({ "delete pods": 24, "create pods": 24 });
+        expect(Object.keys(results[0]?.requests ?? {}).some((k) => k.endsWith(" ippools"))).toBe(true);
+      } else for (const r of results) expect(r.requests, r.phase).toBeUndefined();
       // each node's calls went to its own agent, hosted with others or not
       for (const node of cluster.nodes) expect((await agentStats(node.socket)).requests, node.name).toBeGreaterThan(0);
     } finally {

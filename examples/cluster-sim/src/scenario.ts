@@ -37,6 +37,19 @@ export interface PhaseResult {
   auditing?: number;
   /** CPU seconds the phase cost, by part (its closing audit excluded). */
   cpu: CpuParts;
+  /**
+   * Kubernetes only: the requests the test API server answered during the phase (its closing audit
+   * excluded), by verb and resource (`get ippools`) — the agents', the reconciler's and the
+   * simulation's own (pods, and the power-cycle's audit before the reconcile).
+   */
+  requests?: Record<string, number>;
+}
+
+/** `12,345 requests: 4,000 get ippools, …` — most frequent first. */
+export function requestsText(requests: Record<string, number>): string {
+  const entries = Object.entries(requests).sort(([a, x], [b, y]) => y - x || a.localeCompare(b));
+  const total = entries.reduce((sum, [, n]) => sum + n, 0);
+  return `${total.toLocaleString("en")} requests: ${entries.map(([key, n]) => `${n.toLocaleString("en")} ${key}`).join(", ")}`;
 }
 
 interface SimPod {
@@ -150,7 +163,7 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
     work: (adds: CniOutcome[], others: CniOutcome[]) => Promise<Partial<PhaseResult> | undefined>,
   ): Promise<PhaseResult> {
     const conflictsBefore = await cluster.conflicts();
-    const conflicts409 = cluster.kind === "kubernetes" ? (cluster.server.stats().byStatus[409] ?? 0) : 0;
+    const statsBefore = cluster.kind === "kubernetes" ? cluster.server.stats() : undefined;
     const adds: CniOutcome[] = [];
     const others: CniOutcome[] = [];
     const started = performance.now();
@@ -159,7 +172,16 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
     const seconds = (performance.now() - started) / 1000 - (extra.auditing ?? 0);
     const cpu = cpuSpent();
     const agentConflicts = (await cluster.conflicts()) - conflictsBefore;
-    const httpConflicts = cluster.kind === "kubernetes" ? (cluster.server.stats().byStatus[409] ?? 0) - conflicts409 : 0;
+    const statsAfter = cluster.kind === "kubernetes" ? cluster.server.stats() : undefined;
+    const httpConflicts = (statsAfter?.byStatus[409] ?? 0) - (statsBefore?.byStatus[409] ?? 0);
+    const requests =
+      statsAfter === undefined
+        ? undefined
+        : Object.fromEntries(
+            Object.entries(statsAfter.byResource)
+              .map(([key, n]): [string, number] => [key, n - (statsBefore?.byResource[key] ?? 0)])
+              .filter(([, n]) => n > 0),
+          );
     const ms = adds.map((a) => a.ms);
     return {
       phase: name,
@@ -171,6 +193,7 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
       conflicts: Math.max(agentConflicts, httpConflicts),
       audit: audit(await held(), live()),
       cpu,
+      ...(requests === undefined ? {} : { requests }),
       ...extra,
     };
   }
