@@ -206,6 +206,42 @@ describe("per-node blocks", () => {
     expect(held).toEqual(Array.from({ length: 16 }, (_, i) => `c${i + 3}/net1`).sort());
   });
 
+  it("with pool recall and two blocks, whole-pool writes: an ADD reads only the full block afresh and writes the other as recalled; a key placed behind the recall in either is found, not given a second address", async () => {
+    const { inner, store, reads } = countingStore();
+    const a = createNodeBlockIpam({ store: withPoolRecall(store), node: "node-a", blockSize: 16 });
+    // another process of the same node (the binary while the agent restarts)
+    const other = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
+    const poolOf = async (id: string) => (await holdings(inner)).find((h) => h.key === `${id}/net1`)?.pool;
+    const [c0] = await a.allocate({ ranges: [range], key: key("c0") });
+    const first = c0?.pool.cidr;
+    let second: string | undefined;
+    for (let i = 1; second === undefined; i++) {
+      const [got] = await a.allocate({ ranges: [range], key: key(`c${i}`) });
+      if (got?.pool.cidr !== first) second = got?.pool.cidr;
+    }
+    reads.length = 0;
+    await a.allocate({ ranges: [range], key: key("n1") });
+    expect(reads).toEqual([first]);
+    expect(await poolOf("n1")).toBe(second);
+
+    // placed in the first block behind a's recall: found by the fresh read of that block
+    await other.release({ ranges: [range], key: key("c1") });
+    const [k] = await other.allocate({ ranges: [range], key: key("k") });
+    expect(k?.pool.cidr).toBe(first);
+    expect((await a.allocate({ ranges: [range], key: key("k") }))[0]?.address).toEqual(k?.address);
+    // placed in the second: a's write at the recalled version conflicts, the fresh read finds it
+    const [m] = await other.allocate({ ranges: [range], key: key("m") });
+    expect(m?.pool.cidr).toBe(second);
+    const before = a.conflicts.conflicts;
+    expect((await a.allocate({ ranges: [range], key: key("m") }))[0]?.address).toEqual(m?.address);
+    expect(a.conflicts.conflicts).toBe(before + 1);
+
+    const held = await holdings(inner);
+    expect(held.filter((h) => h.key === "k/net1" || h.key === "m/net1")).toHaveLength(2);
+    expect(new Set(held.map((h) => h.address)).size).toBe(held.length);
+    expect(new Set(held.map((h) => h.key)).size).toBe(held.length);
+  });
+
   it.each([
     ["whole-pool writes", {}],
     ["entry-level commits", ETCD_LIKE],

@@ -272,6 +272,30 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     return chosen.block;
   }
 
+  /**
+   * Over several searched blocks that cannot all be fenced (stores without entry-level commits,
+   * i.e. Kubernetes and files): the last searched block whose pool, as last seen, has room and
+   * does not hold `key`. The search reads every other block afresh but takes this one as
+   * recalled: the key is then in none of the others as read (as when all are read), and in this
+   * one at the allocation's commit, which is made at the recalled version and conflicts if the
+   * pool changed at all (then it is read afresh). The last, because a node fills its blocks in
+   * order: its newest block is the one it writes, so its recall is the freshest (after a
+   * power-cycle, the first block is full of dead sandboxes and every ADD goes to the second).
+   */
+  function recalledCandidate(network: string, blocks: Range[], key: AttachmentKey): { block: Range; stored: StoredPool } | undefined {
+    if (blocks.length < 2 || store.recallPool === undefined) return undefined;
+    for (const block of [...blocks].reverse()) {
+      const stored = store.recallPool(blockPoolRef(network, block));
+      if (
+        stored !== undefined &&
+        stored.pool.forKey(key) === undefined &&
+        findFree(stored.pool, block, block.first, block.last) !== undefined
+      )
+        return { block, stored };
+    }
+    return undefined;
+  }
+
   /** The block to allocate `key` in: where it already is, else a block with room, else a newly claimed one. */
   async function chooseBlock(network: string, range: Range, key: AttachmentKey, handoff: Handoff, recall: boolean): Promise<Range> {
     for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
@@ -281,11 +305,12 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       // an ADD that finds its key writes nothing, so that is never taken from a recalled pool.)
       const quick = recalledWithRoom(network, blocks, handoff, key, recall);
       if (quick !== undefined) return quick;
+      const spared = recall ? recalledCandidate(network, blocks, key) : undefined;
       let roomy: Range | undefined;
       let roomyRead: StoredPool | undefined;
       for (const block of blocks) {
         const ref = blockPoolRef(network, block);
-        const stored = await store.readPool(ref);
+        const stored = block === spared?.block ? spared.stored : await store.readPool(ref);
         if (stored?.pool.forKey(key) !== undefined) {
           handoff.hand(ref, stored);
           return block;
