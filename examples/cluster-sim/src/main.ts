@@ -1,9 +1,10 @@
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { etcdBinary } from "@ipamkit/etcd-launcher";
 import { nodesLabel, openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
 import type { CpuParts } from "./cpu.js";
+import { RECONCILER, type ReconcilerMode, reconcileAsProgram, reconcileInProcess } from "./reconciler-run.js";
 import { type PhaseResult, requestsText, runScenario } from "./scenario.js";
 import { type Spawner, startSpawner } from "./spawner.js";
 import { lineChart, type Series } from "./svg.js";
@@ -26,6 +27,8 @@ const { values } = parseArgs({
     "node-block-size": { type: "string" },
     /** Nodes whose agents one process hosts (hollow nodes; default 1: one agent process per node, as deployed). */
     "agents-per-process": { type: "string", default: "1" },
+    /** program: the power-cycle's reconciler pass is examples/cron-reconciler --once, in its own process; in-process: inside this one. */
+    reconciler: { type: "string", default: "program" },
     out: { type: "string" },
     /** Also measure ADD latency against concurrency and draw it (SVG). */
     svg: { type: "string" },
@@ -42,6 +45,15 @@ const agentsPerProcess = Number(values["agents-per-process"]);
 if (!Number.isInteger(agentsPerProcess) || agentsPerProcess < 1) {
   process.stderr.write(`sim: --agents-per-process is a positive integer, not ${values["agents-per-process"]}\n`);
   process.exit(2);
+}
+const reconcilerMode = values.reconciler as ReconcilerMode;
+if (reconcilerMode !== "program" && reconcilerMode !== "in-process") {
+  process.stderr.write(`sim: --reconciler is program or in-process, not ${values.reconciler}\n`);
+  process.exit(2);
+}
+if (reconcilerMode === "program" && !existsSync(RECONCILER)) {
+  process.stderr.write(`sim: ${RECONCILER} is not built (pnpm build)\n`);
+  process.exit(1);
 }
 if (values.spawner !== "native" && values.spawner !== "node") {
   process.stderr.write(`sim: --spawner is native or node, not ${values.spawner}\n`);
@@ -103,11 +115,13 @@ for (const kind of stores) {
       process.stderr.write(
         `sim: ${kind}, ${nodeCount} nodes, ${pods} pods × ${networks} networks, ${concurrency} CNI calls at once${blockSize === undefined ? "" : `, blocks of ${blockSize}`}\n`,
       );
-      const results: PhaseResult[] = await runScenario(cluster, { pods, networks, concurrency, store });
+      const reconcile = () => (reconcilerMode === "program" ? reconcileAsProgram(cluster) : reconcileInProcess(cluster, store));
+      const results: PhaseResult[] = await runScenario(cluster, { pods, networks, concurrency, reconcile });
       for (const r of results) {
         const leaked =
           r.leakedBeforeReconcile === undefined ? `${r.audit.leaked}` : `${r.audit.leaked} (${r.leakedBeforeReconcile} before)`;
-        const parts = Object.entries(r.parts ?? {}).map(([part, s]) => `${part} ${s.toFixed(1)} s`);
+        const where = r.reconcilerCpu === undefined ? " in the simulation's process" : ` as a program, ${r.reconcilerCpu.toFixed(1)} CPU-s`;
+        const parts = Object.entries(r.parts ?? {}).map(([part, s]) => `${part} ${s.toFixed(1)} s${part === "reconcile" ? where : ""}`);
         if (r.auditing !== undefined) parts.push(`the audit before the reconcile ${r.auditing.toFixed(1)} s, not counted`);
         const phaseName = parts.length === 0 ? r.phase : `${r.phase} (${parts.join(", ")})`;
         const line = `| ${kind} | ${nodesCell} | ${blockSize ?? "-"} | ${networks} | ${phaseName} | ${r.seconds.toFixed(1)} | ${r.adds} | ${r.addP50.toFixed(0)} | ${r.addP99.toFixed(0)} | ${r.failed} | ${r.conflicts} | ${r.audit.heldTwice} | ${r.audit.lost} | ${leaked} | ${r.reconciled ?? "-"} | ${cpuCell(r.cpu)} |`;

@@ -1,6 +1,7 @@
 import { agentStats } from "@ipamkit/agent";
 import { afterAll, expect, it } from "vitest";
 import { openSimStore, type StoreKind, startCluster } from "./cluster.js";
+import { type ReconcilerMode, reconcileAsProgram, reconcileInProcess } from "./reconciler-run.js";
 import { runScenario } from "./scenario.js";
 import { startNativeSpawner } from "./spawner.js";
 
@@ -9,20 +10,24 @@ import { startNativeSpawner } from "./spawner.js";
 // The Kubernetes store also runs with per-node blocks (of 8 addresses: each node claims several;
 // etcd and the file store pass the same blocks in the conformance suite). etcd with blocks also runs
 // hollow nodes: the 4 nodes' agents in 2 processes (--agents-per-process 2), each its node's own.
-const cases: { kind: StoreKind; blocks?: number; perProcess?: number }[] = [
+// The power-cycle's reconciler runs as `pnpm sim` runs it, as the built program in its own process
+// (examples/cron-reconciler --once), on every store; once also inside this process.
+const cases: { kind: StoreKind; blocks?: number; perProcess?: number; reconciler?: ReconcilerMode }[] = [
   { kind: "etcd" },
   { kind: "kubernetes" },
   { kind: "file" },
   { kind: "kubernetes", blocks: 8 },
   { kind: "etcd", blocks: 8, perProcess: 2 },
+  { kind: "kubernetes", reconciler: "in-process" },
 ];
 // CNI processes started as `pnpm sim` starts them: by the native spawner (src/launcher.c)
 const spawner = startNativeSpawner();
 afterAll(() => spawner.close());
-for (const { kind, blocks, perProcess } of cases) {
+for (const { kind, blocks, perProcess, reconciler = "program" } of cases) {
   const label =
     (blocks === undefined ? kind : `${kind} with per-node blocks of ${blocks}`) +
-    (perProcess === undefined ? "" : `, ${perProcess} nodes' agents per process`);
+    (perProcess === undefined ? "" : `, ${perProcess} nodes' agents per process`) +
+    (reconciler === "program" ? "" : ", the reconciler in-process");
   it(`${label}: create, re-create, power-cycle + reconcile, delete — nothing held twice, lost or leaked`, async () => {
     const cluster = await startCluster(kind, kind === "file" ? 1 : 4, {
       spawner,
@@ -33,7 +38,8 @@ for (const { kind, blocks, perProcess } of cases) {
     try {
       await cluster.startAgents(4);
       expect(cluster.agentPids().length).toBe(cluster.nodes.length / (perProcess ?? 1));
-      const results = await runScenario(cluster, { pods: 24, networks: 2, concurrency: 8, store });
+      const reconcile = () => (reconciler === "program" ? reconcileAsProgram(cluster) : reconcileInProcess(cluster, store));
+      const results = await runScenario(cluster, { pods: 24, networks: 2, concurrency: 8, reconcile });
       expect(results.map((r) => r.phase)).toEqual([
         "create all",
         "delete all and re-create",
@@ -48,6 +54,9 @@ for (const { kind, blocks, perProcess } of cases) {
       // the dead sandboxes were leaked until the reconciler ran, and it released exactly those
       expect(cycle?.leakedBeforeReconcile).toBe(48);
       expect(cycle?.reconciled).toBe(48);
+      // the reconciler program's own CPU is counted apart, in the simulation's part; in-process, none
+      if (reconciler === "program") expect(cycle?.reconcilerCpu).toBeGreaterThan(0);
+      else expect(cycle?.reconcilerCpu).toBeUndefined();
       // its parts are timed within it
       const parts = cycle?.parts ?? {};
       expect(Object.keys(parts)).toEqual(["agents restarted", "ADDs", "reconcile"]);

@@ -1,17 +1,20 @@
-import type { IpamStore } from "@ipamkit/core";
-import { createKubernetesPodSource, reconcileOnce } from "@ipamkit/reconciler";
 import { type AuditResult, audit, type Held, readEtcd, readFileStore, readIpPools } from "./audit.js";
 import { type Cluster, POOL_NAMESPACE, type SimNode } from "./cluster.js";
 import { type CniOutcome, limited, quantile, runCni } from "./cni.js";
 import { type CpuParts, cpuSince } from "./cpu.js";
+import type { ReconcileRun } from "./reconciler-run.js";
 
 export interface ScenarioOptions {
   pods: number;
   networks: number;
   /** CNI processes running at once across the whole simulated cluster (one 2-core machine). */
   concurrency: number;
-  /** An ipamkit store on the same backend, for the reconciler. */
-  store: IpamStore;
+  /**
+   * One reconciler pass (grace 0), for the power-cycle: the reconciler program in its own process
+   * (`reconcileAsProgram`; `cpu` its CPU seconds, counted as the simulation's, not as a CNI
+   * process's), or `reconcileInProcess`.
+   */
+  reconcile: () => Promise<ReconcileRun & { cpu?: number }>;
 }
 
 export interface PhaseResult {
@@ -35,6 +38,8 @@ export interface PhaseResult {
    * the audit closing every phase is not.
    */
   auditing?: number;
+  /** CPU seconds of the reconciler's own process, when it ran as a program (in the `harness` part of `cpu`). */
+  reconcilerCpu?: number;
   /** CPU seconds the phase cost, by part (its closing audit excluded). */
   cpu: CpuParts;
   /**
@@ -170,7 +175,10 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
     const cpuSpent = cpuSince(cluster);
     const extra = (await work(adds, others)) ?? {};
     const seconds = (performance.now() - started) / 1000 - (extra.auditing ?? 0);
-    const cpu = cpuSpent();
+    const spent = cpuSpent();
+    // a reconciler program is reaped by this process, like a CNI process: its CPU is moved to ours
+    const moved = extra.reconcilerCpu ?? 0;
+    const cpu = { ...spent, harness: spent.harness + moved, cni: Math.max(0, spent.cni - moved) };
     const agentConflicts = (await cluster.conflicts()) - conflictsBefore;
     const statsAfter = cluster.kind === "kubernetes" ? cluster.server.stats() : undefined;
     const httpConflicts = (statsAfter?.byStatus[409] ?? 0) - (statsBefore?.byStatus[409] ?? 0);
@@ -237,12 +245,16 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
       const leakedBeforeReconcile = audit(await held(), live()).leaked;
       const auditing = since() - auditStarted;
       const reconcileStarted = since();
-      const podSource = createKubernetesPodSource({ kubeConfig: cluster.kubeConfig });
-      const report = await reconcileOnce({ store: options.store, pods: podSource, graceMs: 0 });
-      podSource.close();
-      if (report.failed.length > 0) throw new Error(`reconcile failed: ${report.failed.map((f) => f.error.message).join("; ")}`);
+      const run = await options.reconcile();
+      if (run.failures.length > 0) throw new Error(`reconcile failed: ${run.failures.join("; ")}`);
       const parts = { "agents restarted": agentsRestarted, ADDs: cniCalls, reconcile: since() - reconcileStarted };
-      return { reconciled: report.released.length, leakedBeforeReconcile, parts, auditing };
+      return {
+        reconciled: run.released,
+        leakedBeforeReconcile,
+        parts,
+        auditing,
+        ...(run.cpu === undefined ? {} : { reconcilerCpu: run.cpu }),
+      };
     }),
   );
   results.push(await phase("delete all", (_adds, others) => everyPod((pod) => tearDown(pod, others)).then(() => undefined)));
