@@ -235,9 +235,15 @@ describe("per-node blocks", () => {
     const before = a.conflicts.conflicts;
     expect((await a.allocate({ ranges: [range], key: key("m") }))[0]?.address).toEqual(m?.address);
     expect(a.conflicts.conflicts).toBe(before + 1);
+    // placed in the second behind the recall while the first gains room behind a's back: the first
+    // is written, so the second is read afresh before — and holds the key
+    const [z] = await other.allocate({ ranges: [range], key: key("z") });
+    expect(z?.pool.cidr).toBe(second);
+    await other.release({ ranges: [range], key: key("c2") });
+    expect((await a.allocate({ ranges: [range], key: key("z") }))[0]?.address).toEqual(z?.address);
 
     const held = await holdings(inner);
-    expect(held.filter((h) => h.key === "k/net1" || h.key === "m/net1")).toHaveLength(2);
+    expect(held.filter((h) => ["k/net1", "m/net1", "z/net1"].includes(h.key))).toHaveLength(3);
     expect(new Set(held.map((h) => h.address)).size).toBe(held.length);
     expect(new Set(held.map((h) => h.key)).size).toBe(held.length);
   });

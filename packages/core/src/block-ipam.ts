@@ -278,7 +278,8 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
    * does not hold `key`. The search reads every other block afresh but takes this one as
    * recalled: the key is then in none of the others as read (as when all are read), and in this
    * one at the allocation's commit, which is made at the recalled version and conflicts if the
-   * pool changed at all (then it is read afresh). The last, because a node fills its blocks in
+   * pool changed at all (then it is read afresh). Should an earlier block have room after all (a
+   * release behind this process's back), that one is written, and this one is read before it. The last, because a node fills its blocks in
    * order: its newest block is the one it writes, so its recall is the freshest (after a
    * power-cycle, the first block is full of dead sandboxes and every ADD goes to the second).
    */
@@ -318,6 +319,15 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
         if (roomy === undefined && (stored === undefined || findFree(stored.pool, block, block.first, block.last) !== undefined)) {
           roomy = block;
           roomyRead = stored;
+        }
+      }
+      if (spared !== undefined && roomy !== spared.block) {
+        // another block is written: "not held" in the spared one must then be read, not recalled
+        const ref = blockPoolRef(network, spared.block);
+        const fresh = await store.readPool(ref);
+        if (fresh?.pool.forKey(key) !== undefined) {
+          handoff.hand(ref, fresh);
+          return spared.block;
         }
       }
       if (roomy !== undefined) {
