@@ -102,18 +102,37 @@ describe("withAffinityCache", () => {
         const [b] = await plain.allocate({ network: "net", ranges: [range], key: key(`c${i}`) });
         expect(a?.address).toEqual(b?.address);
       }
-      // 40 ADDs fill 2 blocks and claim a third: each block's claim is read once (3 claimed, 1 unclaimed)
-      expect(reads.get(affinity)).toBe(4);
+      // 40 ADDs fill 2 blocks and claim a third: the first block's claim is read once (unclaimed);
+      // each block claimed presumes the next of the order unclaimed, so no walk reads it (4 reads before)
+      expect(reads.get(affinity)).toBe(1);
       const before = reads.get(affinity);
       for (let i = 0; i < 40; i++) await ipam.release({ network: "net", ranges: [range], key: key(`c${i}`) });
       expect(reads.get(affinity)).toBe(before);
       expect(await ipam.lookup({ network: "net", ranges: [range], key: key("c0") })).toEqual([undefined]);
     });
 
+    it("remembers a block presumed unclaimed only as its node's only writer, and never over a claim it has seen", async () => {
+      const memory = createMemoryStore();
+      const ref = { network: affinityNetworkOf("net"), address: "10.0.0.16" };
+      for (const sole of [false, true]) {
+        const { store, reads } = countingReads(memory);
+        const cache = withAffinityCache(store, { soleWriter: () => sole });
+        cache.presumeUnclaimed?.(ref);
+        expect(await cache.readClaim(ref)).toBeUndefined();
+        expect(reads.get(ref.network) ?? 0, `soleWriter ${sole}`).toBe(sole ? 0 : 1);
+      }
+      const taken = { pool: { network: "net", cidr: "10.0.0.16/28" }, key: attachmentKey({ containerId: "n2", ifName: AFFINITY_IF_NAME }) };
+      await memory.writeClaim(ref, taken, undefined);
+      const cache = withAffinityCache(memory, { soleWriter: () => true });
+      expect((await cache.readClaim(ref))?.claim.key.containerId).toBe("n2");
+      cache.presumeUnclaimed?.(ref);
+      expect((await cache.readClaim(ref))?.claim.key.containerId).toBe("n2");
+    });
+
     it("a remembered unclaimed block that another node took costs one failed claim and a fresh read; the node moves on", async () => {
       const memory = createMemoryStore();
       const ipam = createNodeBlockIpam({ store: withAffinityCache(memory, { soleWriter: () => true }), node: "n1", blockSize: 16 });
-      // the first ADD claims n1's first block; the second reads n1's next block: unclaimed, remembered
+      // the first ADD claims n1's first block and presumes the next of its order unclaimed (unread)
       const held: string[] = [];
       const add = async (i: number) => {
         const [a] = await ipam.allocate({ network: "net", ranges: [range], key: key(`c${i}`) });
@@ -297,10 +316,10 @@ describe("withAffinityCache", () => {
       expect(batched.owners).toEqual(single.owners);
       expect(batched.owners.slice(0, 8)).toEqual(["n2", "n2", "n2", "n2", "n2", "n1", "n1", undefined]);
       expect(batched.first?.address).toEqual(single.first?.address);
-      // one at a time: the five taken blocks and the first unclaimed one (claimed), then the next
-      // unclaimed one (claimed when the first filled), then the one after it
+      // one at a time: the five taken blocks and the first unclaimed one (claimed); then none — each
+      // block claimed presumes the next of the order unclaimed (8 reads before: the walk read both)
       expect(single.afterFirst).toEqual({ reads: 6, batches: [] });
-      expect(single.total).toEqual({ reads: 8, batches: [] });
+      expect(single.total).toEqual({ reads: 6, batches: [] });
       // in one request: the first 8 of its order (5 taken, 3 unclaimed, remembered); nothing after
       expect(batched.afterFirst).toEqual({ reads: 0, batches: [8] });
       expect(batched.total).toEqual({ reads: 0, batches: [8] });

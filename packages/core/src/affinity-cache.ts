@@ -42,8 +42,10 @@ export interface AffinityCacheOptions {
  * a claim lost to another node forgets every block of that network remembered as unclaimed, since
  * other nodes are claiming there. Where the store reads several claims in one request
  * (`readClaims`), so does this wrapper, reading only those it does not remember.
- * A read with `fresh` goes to the store and updates the memory. Every other call, and every
- * other claim, goes straight to the store.
+ * A read with `fresh` goes to the store and updates the memory. With `soleWriter`, a block
+ * presumed unclaimed (`presumeUnclaimed`: the next of the node's order after a block it has just
+ * claimed) is remembered as unclaimed too, unless seen claimed. Every other call, and every other
+ * claim, goes straight to the store.
  */
 export function withAffinityCache(store: IpamStore, options: AffinityCacheOptions = {}): IpamStore {
   const { claimed, unclaimed } = options.memory ?? createAffinityMemory();
@@ -96,6 +98,11 @@ export function withAffinityCache(store: IpamStore, options: AffinityCacheOption
       claimed.delete(claimId(ref));
       unclaimed.delete(claimId(ref));
       await store.deleteClaim(ref, expected);
+    },
+    presumeUnclaimed(ref) {
+      // remembered as a block read unclaimed would be: only for a node's only writer, never over a claim seen
+      if (isAffinityNetwork(ref.network) && soleWriter(ref.network) && !claimed.has(claimId(ref))) unclaimed.add(claimId(ref));
+      store.presumeUnclaimed?.(ref);
     },
   };
   // several claims read in one request where the store can: those remembered cost nothing

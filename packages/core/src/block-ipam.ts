@@ -50,6 +50,8 @@ export interface NodeBlockIpam {
 interface NodeView {
   own: Range[];
   unclaimed: Range | undefined;
+  /** The block after `unclaimed` in the node's order, if any: presumed unclaimed once the node claims `unclaimed`. */
+  afterUnclaimed?: Range;
   /** Other nodes' blocks — only collected when no block is unclaimed (then this node may borrow). */
   others: Range[];
 }
@@ -131,6 +133,15 @@ class FenceBrokenError extends Error {
   }
 }
 
+/** The next block along a node's order (skipping positions outside the range), or undefined at its end. */
+function nextBlock(layout: BlockLayout, order: Generator<bigint>): Range | undefined {
+  for (let step = order.next(); !step.done; step = order.next()) {
+    const block = blockRange(layout, step.value);
+    if (block !== undefined) return block;
+  }
+  return undefined;
+}
+
 export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpam {
   const { store, node } = options;
   const affinityKey: AttachmentKey = attachmentKey({ containerId: node, ifName: AFFINITY_IF_NAME });
@@ -171,10 +182,9 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     for (let window = batches ? READ_AHEAD : 1; ; window = batches ? Math.min(window * 2, READ_AHEAD_MAX) : 1) {
       const blocks: Range[] = [];
       while (blocks.length < window) {
-        const step = order.next();
-        if (step.done) break;
-        const block = blockRange(layout, step.value);
-        if (block !== undefined) blocks.push(block);
+        const block = nextBlock(layout, order);
+        if (block === undefined) break;
+        blocks.push(block);
       }
       if (blocks.length === 0) return seen;
       const claims = await readClaimsOf(
@@ -183,7 +193,10 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       );
       for (const [i, block] of blocks.entries()) {
         const stored = claims[i];
-        if (stored === undefined) return { ...seen, unclaimed: block, others: [] };
+        if (stored === undefined) {
+          const afterUnclaimed = blocks[i + 1] ?? nextBlock(layout, order);
+          return { ...seen, unclaimed: block, others: [], ...(afterUnclaimed === undefined ? {} : { afterUnclaimed }) };
+        }
         (stored.claim.key.containerId === node ? seen.own : seen.others).push(block);
       }
     }
@@ -338,6 +351,10 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       try {
         const claim = { pool: blockPoolRef(network, seen.unclaimed), key: affinityKey };
         await store.writeClaim(affinityClaimRef(network, seen.unclaimed), claim, undefined);
+        // the first unclaimed block of the order is now this node's: the next one is, at best, the
+        // new first unclaimed — a node's only writer remembers it so instead of walking there
+        // (past blocks other nodes may have just claimed) at its next call
+        if (seen.afterUnclaimed !== undefined) store.presumeUnclaimed?.(affinityClaimRef(network, seen.afterUnclaimed));
         // A block nobody had claimed has no pool yet (nodes write only blocks claimed, their own or
         // borrowed), so the allocation starts from none instead of reading it. Should a pool be
         // there after all, the allocation's compare-and-swap conflicts and reads it afresh.
