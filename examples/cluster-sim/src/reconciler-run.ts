@@ -47,18 +47,23 @@ export async function reconcileAsProgram(cluster: Cluster): Promise<ReconcileRun
   const out = openSync(log, "w");
   const args = ["--once", "--grace", "0", "--kubeconfig", cluster.kubeconfigPath, ...storeArgs(cluster)];
   let stderr = "";
-  const code = await new Promise<number>((resolve, reject) => {
-    const child = spawn("bash", ["-c", 'node "$@"; rc=$?; times > "$TIMES_FILE"; exit $rc', "bash", RECONCILER, ...args], {
-      stdio: ["ignore", out, "pipe"],
-      env: { PATH: process.env.PATH ?? "", TIMES_FILE: timesFile },
+  let code: number;
+  try {
+    code = await new Promise<number>((resolve, reject) => {
+      // the Node that runs the simulation, not whichever is first on PATH
+      const child = spawn("bash", ["-c", '"$NODE" "$@"; rc=$?; times > "$TIMES_FILE"; exit $rc', "bash", RECONCILER, ...args], {
+        stdio: ["ignore", out, "pipe"],
+        env: { PATH: process.env.PATH ?? "", NODE: process.execPath, TIMES_FILE: timesFile },
+      });
+      child.stderr?.on("data", (chunk) => {
+        stderr += chunk;
+      });
+      child.on("error", reject);
+      child.on("close", (exit) => resolve(exit ?? 1));
     });
-    child.stderr?.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    child.on("error", reject);
-    child.on("close", (exit) => resolve(exit ?? 1));
-  });
-  closeSync(out);
+  } finally {
+    closeSync(out);
+  }
   const cpu = childCpu(readFileSync(timesFile, "utf8"));
   const lines = readFileSync(log, "utf8")
     .split("\n")
