@@ -13,6 +13,7 @@ import {
   blockRange,
   nodeBlockOrder,
 } from "./node-blocks.js";
+import type { Pool } from "./pool.js";
 import type { Range } from "./range.js";
 import type { ConflictCounter } from "./retry.js";
 import type { IpamStore, PoolRef, StoredPool, StoreWrite, Version } from "./store.js";
@@ -50,7 +51,7 @@ export interface NodeBlockIpam {
 interface NodeView {
   own: Range[];
   unclaimed: Range | undefined;
-  /** The block after `unclaimed` in the node's order, if any: presumed unclaimed once the node claims `unclaimed`. */
+  /** The block after `unclaimed` in the node's order, unless read with it: presumed unclaimed once the node claims `unclaimed`. */
   afterUnclaimed?: Range;
   /** Other nodes' blocks — only collected when no block is unclaimed (then this node may borrow). */
   others: Range[];
@@ -133,6 +134,9 @@ class FenceBrokenError extends Error {
   }
 }
 
+/** Whether `pool` has a free address in `block`. */
+const roomIn = (pool: Pool, block: Range): boolean => findFree(pool, block, block.first, block.last) !== undefined;
+
 /** The next block along a node's order (skipping positions outside the range), or undefined at its end. */
 function nextBlock(layout: BlockLayout, order: Generator<bigint>): Range | undefined {
   for (let step = order.next(); !step.done; step = order.next()) {
@@ -194,7 +198,8 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       for (const [i, block] of blocks.entries()) {
         const stored = claims[i];
         if (stored === undefined) {
-          const afterUnclaimed = blocks[i + 1] ?? nextBlock(layout, order);
+          // a block read ahead in this window is remembered as read; only one past it is presumed
+          const afterUnclaimed = i + 1 === blocks.length ? nextBlock(layout, order) : undefined;
           return { ...seen, unclaimed: block, others: [], ...(afterUnclaimed === undefined ? {} : { afterUnclaimed }) };
         }
         (stored.claim.key.containerId === node ? seen.own : seen.others).push(block);
@@ -278,7 +283,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       if (stored === undefined || stored.pool.forKey(key) !== undefined) return undefined;
       recalled.push({ block, ref, stored });
     }
-    const chosen = recalled.find((r) => findFree(r.stored.pool, r.block, r.block.first, r.block.last) !== undefined);
+    const chosen = recalled.find((r) => roomIn(r.stored.pool, r.block));
     if (chosen === undefined) return undefined;
     handoff.hand(chosen.ref, chosen.stored);
     for (const r of recalled) if (r !== chosen) handoff.fence(r.ref, r.stored.version);
@@ -292,20 +297,16 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
    * recalled: the key is then in none of the others as read (as when all are read), and in this
    * one at the allocation's commit, which is made at the recalled version and conflicts if the
    * pool changed at all (then it is read afresh). Should an earlier block have room after all (a
-   * release behind this process's back), that one is written, and this one is read before it. The last, because a node fills its blocks in
-   * order: its newest block is the one it writes, so its recall is the freshest (after a
-   * power-cycle, the first block is full of dead sandboxes and every ADD goes to the second).
+   * release behind this process's back), that one is written, and this one is read before it.
+   * The last, because a node fills its blocks in order: its newest block is the one it writes, so
+   * its recall is the freshest (after a power-cycle, the first block is full of dead sandboxes and
+   * every ADD goes to the second).
    */
   function recalledCandidate(network: string, blocks: Range[], key: AttachmentKey): { block: Range; stored: StoredPool } | undefined {
     if (blocks.length < 2 || store.recallPool === undefined) return undefined;
     for (const block of [...blocks].reverse()) {
       const stored = store.recallPool(blockPoolRef(network, block));
-      if (
-        stored !== undefined &&
-        stored.pool.forKey(key) === undefined &&
-        findFree(stored.pool, block, block.first, block.last) !== undefined
-      )
-        return { block, stored };
+      if (stored !== undefined && stored.pool.forKey(key) === undefined && roomIn(stored.pool, block)) return { block, stored };
     }
     return undefined;
   }
@@ -329,7 +330,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
           handoff.hand(ref, stored);
           return block;
         }
-        if (roomy === undefined && (stored === undefined || findFree(stored.pool, block, block.first, block.last) !== undefined)) {
+        if (roomy === undefined && (stored === undefined || roomIn(stored.pool, block))) {
           roomy = block;
           roomyRead = stored;
         }
@@ -437,7 +438,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       }
       for (const block of searched(seen)) {
         const stored = await store.readPool(blockPoolRef(network ?? "", block));
-        if (stored === undefined || findFree(stored.pool, block, block.first, block.last) !== undefined) return true;
+        if (stored === undefined || roomIn(stored.pool, block)) return true;
       }
       return false;
     },
