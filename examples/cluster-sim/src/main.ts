@@ -4,7 +4,7 @@ import { etcdBinary } from "@ipamkit/etcd-launcher";
 import { nodesLabel, openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
 import type { CpuParts } from "./cpu.js";
-import { RECONCILER, type ReconcilerMode, reconcileAsProgram, reconcileInProcess } from "./reconciler-run.js";
+import { RECONCILER, type ReconcilerMode, reconcilerFor } from "./reconciler-run.js";
 import { type PhaseResult, requestsText, runScenario } from "./scenario.js";
 import { type Spawner, startSpawner } from "./spawner.js";
 import { lineChart, type Series } from "./svg.js";
@@ -115,7 +115,7 @@ for (const kind of stores) {
       process.stderr.write(
         `sim: ${kind}, ${nodeCount} nodes, ${pods} pods × ${networks} networks, ${concurrency} CNI calls at once${blockSize === undefined ? "" : `, blocks of ${blockSize}`}\n`,
       );
-      const reconcile = () => (reconcilerMode === "program" ? reconcileAsProgram(cluster) : reconcileInProcess(cluster, store));
+      const reconcile = reconcilerFor(reconcilerMode, cluster, store);
       const results: PhaseResult[] = await runScenario(cluster, { pods, networks, concurrency, reconcile });
       for (const r of results) {
         const leaked =

@@ -17,6 +17,11 @@ export interface ReconcileRun {
 /** How the power-cycle's reconciler runs: `program` in a process of its own, as deployed; `in-process` inside the simulation. */
 export type ReconcilerMode = "program" | "in-process";
 
+/** The power-cycle's reconciler pass for `mode`: the program, or in-process on `store`. */
+export function reconcilerFor(mode: ReconcilerMode, cluster: Cluster, store: IpamStore): () => Promise<ReconcileRun & { cpu?: number }> {
+  return () => (mode === "program" ? reconcileAsProgram(cluster) : reconcileInProcess(cluster, store));
+}
+
 /** One pass of `@ipamkit/reconciler` inside this process, on `store` (grace 0). */
 export async function reconcileInProcess(cluster: Cluster, store: IpamStore): Promise<ReconcileRun> {
   const pods = createKubernetesPodSource({ kubeConfig: cluster.kubeConfig });

@@ -1,7 +1,7 @@
 import { agentStats } from "@ipamkit/agent";
 import { afterAll, expect, it } from "vitest";
 import { openSimStore, type StoreKind, startCluster } from "./cluster.js";
-import { type ReconcilerMode, reconcileAsProgram, reconcileInProcess } from "./reconciler-run.js";
+import { type ReconcilerMode, reconcilerFor } from "./reconciler-run.js";
 import { runScenario } from "./scenario.js";
 import { startNativeSpawner } from "./spawner.js";
 
@@ -38,7 +38,7 @@ for (const { kind, blocks, perProcess, reconciler = "program" } of cases) {
     try {
       await cluster.startAgents(4);
       expect(cluster.agentPids().length).toBe(cluster.nodes.length / (perProcess ?? 1));
-      const reconcile = () => (reconciler === "program" ? reconcileAsProgram(cluster) : reconcileInProcess(cluster, store));
+      const reconcile = reconcilerFor(reconciler, cluster, store);
       const results = await runScenario(cluster, { pods: 24, networks: 2, concurrency: 8, reconcile });
       expect(results.map((r) => r.phase)).toEqual([
         "create all",
