@@ -248,6 +248,48 @@ describe("per-node blocks", () => {
     expect(new Set(held.map((h) => h.key)).size).toBe(held.length);
   });
 
+  it("with the node's only writer's pool recall and two blocks, whole-pool writes: an ADD reads none of the blocks it last wrote itself; their room freed behind its back is used before a block is claimed", async () => {
+    const { inner, store, reads } = countingStore();
+    const a = createNodeBlockIpam({ store: withPoolRecall(store, { soleWriter: () => true }), node: "node-a", blockSize: 16 });
+    const reconciler = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
+    const poolOf = async (id: string) => (await holdings(inner)).find((h) => h.key === `${id}/net1`)?.pool;
+    const [c0] = await a.allocate({ ranges: [range], key: key("c0") });
+    const first = c0?.pool.cidr;
+    let second: string | undefined;
+    let n = 1;
+    for (; second === undefined; n++) {
+      const [got] = await a.allocate({ ranges: [range], key: key(`c${n}`) });
+      if (got?.pool.cidr !== first) second = got?.pool.cidr;
+    }
+    reads.length = 0;
+    await a.allocate({ ranges: [range], key: key("n1") });
+    expect(reads).toEqual([]); // the full first block, as a wrote it, does not hold n1
+    expect(await poolOf("n1")).toBe(second);
+    // an ADD that finds its key writes nothing: the own write is not trusted for "held"
+    const [c3] = await a.lookup({ ranges: [range], key: key("c3") });
+    reads.length = 0;
+    expect((await a.allocate({ ranges: [range], key: key("c3") }))[0]?.address).toEqual(c3?.address);
+    expect(reads).toContain(first);
+    // released behind a's back: a keeps writing its newest block without reading the first ...
+    await reconciler.release({ ranges: [range], key: key("c1") });
+    reads.length = 0;
+    await a.allocate({ ranges: [range], key: key("n2") });
+    expect(reads).toEqual([]);
+    expect(await poolOf("n2")).toBe(second);
+    // ... until that one is full: then the first is read before any block is claimed, and has room
+    let last: string | undefined;
+    for (let i = 3; last === undefined || last === second; i++) {
+      const [got] = await a.allocate({ ranges: [range], key: key(`n${i}`) });
+      last = got?.pool.cidr;
+    }
+    expect(last).toBe(first);
+    expect(reads).toContain(first);
+    const held = await holdings(inner);
+    expect(new Set(held.map((h) => h.pool))).toEqual(new Set([first, second]));
+    expect(new Set(held.map((h) => h.address)).size).toBe(held.length);
+    expect(new Set(held.map((h) => h.key)).size).toBe(held.length);
+  });
+
   it.each([
     ["whole-pool writes", {}],
     ["entry-level commits", ETCD_LIKE],
@@ -331,8 +373,9 @@ describe("per-node blocks", () => {
   type NodeProcess = "plain" | "agent" | "sole agent";
   const asProcess = (kind: NodeProcess, store: IpamStore): IpamStore => {
     if (kind === "plain") return store;
-    const remembering = kind === "sole agent" ? withAffinityCache(store, { soleWriter: () => true }) : store;
-    return withPoolRecall(withOwnClaimMemory(remembering));
+    const sole = kind === "sole agent";
+    const remembering = sole ? withAffinityCache(store, { soleWriter: () => true }) : store;
+    return withPoolRecall(withOwnClaimMemory(remembering), { soleWriter: () => sole });
   };
 
   it.each<[string, NodeProcess, MemoryStoreOptions]>([
@@ -388,13 +431,16 @@ describe("per-node blocks", () => {
             const direct = [0, 1, 2, 3].map((n) =>
               createNodeBlockIpam({ store: scheduled, node: `n${n}`, blockSize: 4, retry: { baseDelayMs: 0 } }),
             );
+            // With the agent that is its node's only writer, only releases go to the plain process (the
+            // reconciler, GC): they remove reservations behind the recall of the pools it wrote.
+            const viaDirect = (op: (typeof ops)[number]) => op.direct && (kind === "agent" || (kind === "sole agent" && op.del));
             // Keys are per node (an attachment lives on one node); a key's ops run in order.
             const model = new Map<string, string>();
             const byKey = new Map<string, typeof ops>();
             for (const op of ops) byKey.set(`${op.node}-${op.k}`, [...(byKey.get(`${op.node}-${op.k}`) ?? []), op]);
             const runs = [...byKey.entries()].map(async ([id, list]) => {
               for (const op of list) {
-                const ipam = (kind === "agent" && op.direct ? direct[op.node] : nodes[op.node]) ?? nodes[0];
+                const ipam = (viaDirect(op) ? direct[op.node] : nodes[op.node]) ?? nodes[0];
                 if (ipam === undefined) return;
                 if (op.del) {
                   await ipam.release({ ranges: [small], key: key(id) });

@@ -311,6 +311,18 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     return undefined;
   }
 
+  /**
+   * A block pool as this process last wrote it, when it does not hold `key` (store.recallOwnWrite,
+   * offered only to its node's only writer): nothing but this process adds one of the node's keys
+   * there, so "not held" holds without a read. Its room is not known so, only its key: a block
+   * written on that word is written at its recalled version (the commit checks it), and before a
+   * block is claimed because none has room, such blocks are read.
+   */
+  function ownWriteWithout(ref: PoolRef, key: AttachmentKey): StoredPool | undefined {
+    const own = store.recallOwnWrite?.(ref);
+    return own?.pool.forKey(key) === undefined ? own : undefined;
+  }
+
   /** The block to allocate `key` in: where it already is, else a block with room, else a newly claimed one. */
   async function chooseBlock(network: string, range: Range, key: AttachmentKey, handoff: Handoff, recall: boolean): Promise<Range> {
     for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
@@ -323,9 +335,13 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const spared = recall ? recalledCandidate(network, blocks, key) : undefined;
       let roomy: Range | undefined;
       let roomyRead: StoredPool | undefined;
+      /** Blocks taken as this process last wrote them, for "the key is not here" (ownWriteWithout). */
+      const unread: Range[] = [];
       for (const block of blocks) {
         const ref = blockPoolRef(network, block);
-        const stored = block === spared?.block ? spared.stored : await store.readPool(ref);
+        const own = block === spared?.block || !recall ? undefined : ownWriteWithout(ref, key);
+        if (own !== undefined) unread.push(block);
+        const stored = block === spared?.block ? spared.stored : (own ?? (await store.readPool(ref)));
         if (stored?.pool.forKey(key) !== undefined) {
           handoff.hand(ref, stored);
           return block;
@@ -333,6 +349,22 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
         if (roomy === undefined && (stored === undefined || roomIn(stored.pool, block))) {
           roomy = block;
           roomyRead = stored;
+        }
+      }
+      if (roomy === undefined) {
+        // full as last written: a release behind this process's back may have made room, so
+        // they are read before a block is claimed (no new block while an own one has room)
+        for (const block of unread) {
+          const ref = blockPoolRef(network, block);
+          const fresh = await store.readPool(ref);
+          if (fresh?.pool.forKey(key) !== undefined) {
+            handoff.hand(ref, fresh);
+            return block;
+          }
+          if (roomy === undefined && (fresh === undefined || roomIn(fresh.pool, block))) {
+            roomy = block;
+            roomyRead = fresh;
+          }
         }
       }
       if (spared !== undefined && roomy !== spared.block) {
