@@ -16,6 +16,7 @@ let agent: Agent | undefined;
 let opened: number;
 let conflicts: number;
 let claimReads: number;
+let poolReads: number;
 
 /** The file store, counting opens and write conflicts. */
 async function openStore(config: IpamConfig): Promise<IpamStore> {
@@ -25,7 +26,10 @@ async function openStore(config: IpamConfig): Promise<IpamStore> {
     ...store,
     name: store.name,
     capabilities: store.capabilities,
-    readPool: (ref) => store.readPool(ref),
+    readPool: (ref) => {
+      poolReads++;
+      return store.readPool(ref);
+    },
     listPools: () => store.listPools(),
     readClaim: (ref) => {
       claimReads++;
@@ -67,6 +71,7 @@ beforeEach(async () => {
   opened = 0;
   conflicts = 0;
   claimReads = 0;
+  poolReads = 0;
   agent = await startAgent({ socketPath, openStore });
 });
 afterEach(async () => {
@@ -214,6 +219,23 @@ describe("the agent", () => {
       await call("ADD", "d1", blue(true));
       await call("DEL", "d1", blue(true));
       expect(claimReads).toBe(shared + 2);
+    });
+
+    it("an ADD into the node's second block reads none of the full blocks it wrote itself; without agent_required it reads them every time", async () => {
+      for (const [network, required] of [
+        ["blue", true],
+        ["green", false],
+      ] as const) {
+        for (let i = 0; i < 20; i++) await call("ADD", `${network}${i}`, blocks(network, { agent_required: required })); // two blocks of 16
+        const before = poolReads;
+        for (let i = 20; i < 23; i++) await call("ADD", `${network}${i}`, blocks(network, { agent_required: required }));
+        expect(poolReads - before).toBe(required ? 0 : 3);
+      }
+      const store = createFileStore({ dir: join(dir, "store") });
+      const pools = await store.listPools();
+      expect(pools.filter((p) => p.network === "blue")).toHaveLength(2);
+      for (const ref of pools) expect((await store.readPool(ref))?.pool.size).toBeGreaterThan(0);
+      await store.close();
     });
 
     it("a network reached through two stores (two clients that would each remember) reads its unclaimed block every time", async () => {

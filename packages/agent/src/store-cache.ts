@@ -98,8 +98,10 @@ export class StoreCache {
       // where every call said agent_required (no direct mode: it is the node's only writer), the
       // blocks it saw unclaimed; the address claims it wrote (a DEL deletes its claim without
       // reading it); and each pool as it last saw it (per-node blocks write their only block at
-      // that version without reading it first). Core's withAffinityCache, withOwnClaimMemory,
-      // withPoolRecall: see their docs and core's DESIGN.md for why each is safe.
+      // that version without reading it first) — for the only writer, also whether it wrote that
+      // version itself (an ADD into its newest block then reads none of its full ones). Core's
+      // withAffinityCache, withOwnClaimMemory, withPoolRecall: see their docs and core's DESIGN.md
+      // for why each is safe.
       const soleWriter = (affinityNetwork: string) => !this.shared.has(affinityNetwork);
       let memory = this.memories.get(family);
       if (memory === undefined) {
@@ -107,7 +109,8 @@ export class StoreCache {
         this.memories.set(family, memory);
       }
       const affinity = { soleWriter, memory };
-      const opened = this.open(config).then((store) => withPoolRecall(withOwnClaimMemory(withAffinityCache(store, affinity))));
+      const recall = { soleWriter: (network: string) => soleWriter(affinityNetworkOf(network)) };
+      const opened = this.open(config).then((store) => withPoolRecall(withOwnClaimMemory(withAffinityCache(store, affinity)), recall));
       entry = { store: opened, users: 0, retired: false, family };
       this.entries.set(identity, entry);
       // a failed open is not cached: the next call tries again
