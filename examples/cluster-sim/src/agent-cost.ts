@@ -8,8 +8,9 @@ import { startSpawner } from "./spawner.js";
 /**
  * pnpm agent-cost — what the node-local agents spend per call: N nodes (one real agent each), P
  * pods × K networks, ADD all / DEL all, twice; the agents' CPU (from /proc) and the CNI processes'
- * own CPU per call, and the wall time per phase (--restart-agents: fresh agent processes for each
- * round after the first, as after a power-cycle). No pod objects, no reconciler, no audit: `pnpm sim`
+ * own CPU per call, the wall time per phase, and on Kubernetes the requests (and pool GETs) per
+ * call (--restart-agents: fresh agent processes for each round after the first, as after a
+ * power-cycle). No pod objects, no reconciler, no audit: `pnpm sim`
  * is the scenario; this is the quick way to compare two builds of the agent (build, run, build the
  * other, run, alternate).
  */
@@ -46,11 +47,17 @@ const [nodeCount, pods, networks, rounds, blockSize, agentsPerProcess] = [
 ];
 const spawner = startSpawner("native");
 const cluster = await startCluster(kind, nodeCount, { nodeBlockSize: blockSize, spawner, agentsPerProcess });
+/** The Kubernetes test API server's requests so far (all, and by verb and resource); undefined on etcd. */
+const requestCounts = () => {
+  if (cluster.kind !== "kubernetes") return undefined;
+  const { byResource } = cluster.server.stats();
+  return { byResource, total: Object.values(byResource).reduce((sum, n) => sum + n, 0) };
+};
 try {
   await cluster.startAgents(8);
   const conf = (pod: number, k: number) => networkConf(cluster, cluster.nodes[pod % cluster.nodes.length] as SimNode, k);
   console.log(
-    `| store | nodes | pods × networks | phase | s | agents' CPU ms per call | CNI processes' CPU ms per call |\n|---|---:|---|---|---:|---:|---:|`,
+    `| store | nodes | pods × networks | phase | s | agents' CPU ms per call | CNI processes' CPU ms per call | requests per call | pool GETs per call |\n|---|---:|---|---|---:|---:|---:|---:|---:|`,
   );
   for (let round = 0; round < rounds; round++) {
     if (round > 0 && values["restart-agents"]) {
@@ -59,6 +66,7 @@ try {
     }
     for (const command of ["ADD", "DEL"] as const) {
       const cpu = cpuSince(cluster);
+      const requestsBefore = requestCounts();
       const started = performance.now();
       await limited(
         32,
@@ -74,8 +82,16 @@ try {
       const seconds = (performance.now() - started) / 1000;
       const spent = cpu();
       const perCall = (part: number) => ((part * 1000) / (pods * networks)).toFixed(1);
+      const requests = requestCounts();
+      const per = (n: number | undefined) => (n === undefined ? "-" : (n / (pods * networks)).toFixed(2));
+      const delta = (key?: string) =>
+        requests === undefined || requestsBefore === undefined
+          ? undefined
+          : key === undefined
+            ? requests.total - requestsBefore.total
+            : (requests.byResource[key] ?? 0) - (requestsBefore.byResource[key] ?? 0);
       console.log(
-        `| ${kind} | ${nodesLabel(nodeCount, agentsPerProcess)} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall(spent.agents)} | ${perCall(spent.cni)} |`,
+        `| ${kind} | ${nodesLabel(nodeCount, agentsPerProcess)} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall(spent.agents)} | ${perCall(spent.cni)} | ${per(delta())} | ${per(delta("get ippools"))} |`,
       );
     }
   }
