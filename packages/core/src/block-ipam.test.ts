@@ -270,6 +270,12 @@ describe("per-node blocks", () => {
     reads.length = 0;
     expect((await a.allocate({ ranges: [range], key: key("c3") }))[0]?.address).toEqual(c3?.address);
     expect(reads).toContain(first);
+    // a's own DEL makes room in the first block: the next ADD goes there, reading neither block
+    await a.release({ ranges: [range], key: key("c5") });
+    reads.length = 0;
+    await a.allocate({ ranges: [range], key: key("n0") });
+    expect(reads).toEqual([]);
+    expect(await poolOf("n0")).toBe(first);
     // released behind a's back: a keeps writing its newest block without reading the first ...
     await reconciler.release({ ranges: [range], key: key("c1") });
     reads.length = 0;

@@ -368,9 +368,10 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
         }
       }
       if (spared !== undefined && roomy !== spared.block) {
-        // another block is written: "not held" in the spared one must then be read, not recalled
+        // another block is written: "not held" in the spared one must then be read, not recalled —
+        // unless this process wrote it so itself (the node's only writer)
         const ref = blockPoolRef(network, spared.block);
-        const fresh = await store.readPool(ref);
+        const fresh = ownWriteWithout(ref, key) === undefined ? await store.readPool(ref) : undefined;
         if (fresh?.pool.forKey(key) !== undefined) {
           handoff.hand(ref, fresh);
           return spared.block;
