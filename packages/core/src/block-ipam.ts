@@ -333,41 +333,33 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const quick = recalledWithRoom(network, blocks, handoff, key, recall);
       if (quick !== undefined) return quick;
       const spared = recall ? recalledCandidate(network, blocks, key) : undefined;
-      let roomy: Range | undefined;
-      let roomyRead: StoredPool | undefined;
+      /** The first block with room, and its pool as read or recalled. */
+      const room: { block?: Range; stored?: StoredPool } = {};
+      /** Takes a block's pool in order: true when it holds the key (handed on), else notes the first with room. */
+      const holds = (block: Range, stored: StoredPool | undefined): boolean => {
+        if (stored?.pool.forKey(key) !== undefined) {
+          handoff.hand(blockPoolRef(network, block), stored);
+          return true;
+        }
+        if (room.block === undefined && (stored === undefined || roomIn(stored.pool, block))) Object.assign(room, { block, stored });
+        return false;
+      };
       /** Blocks taken as this process last wrote them, for "the key is not here" (ownWriteWithout). */
       const unread: Range[] = [];
       for (const block of blocks) {
         const ref = blockPoolRef(network, block);
         const own = block === spared?.block || !recall ? undefined : ownWriteWithout(ref, key);
         if (own !== undefined) unread.push(block);
-        const stored = block === spared?.block ? spared.stored : (own ?? (await store.readPool(ref)));
-        if (stored?.pool.forKey(key) !== undefined) {
-          handoff.hand(ref, stored);
-          return block;
-        }
-        if (roomy === undefined && (stored === undefined || roomIn(stored.pool, block))) {
-          roomy = block;
-          roomyRead = stored;
-        }
+        if (holds(block, block === spared?.block ? spared.stored : (own ?? (await store.readPool(ref))))) return block;
       }
-      if (roomy === undefined) {
-        // full as last written: a release behind this process's back may have made room, so
-        // they are read before a block is claimed (no new block while an own one has room)
+      // full as last written: a release behind this process's back may have made room, so they
+      // are read before a block is claimed (no new block while an own one has room)
+      if (room.block === undefined) {
         for (const block of unread) {
-          const ref = blockPoolRef(network, block);
-          const fresh = await store.readPool(ref);
-          if (fresh?.pool.forKey(key) !== undefined) {
-            handoff.hand(ref, fresh);
-            return block;
-          }
-          if (roomy === undefined && (fresh === undefined || roomIn(fresh.pool, block))) {
-            roomy = block;
-            roomyRead = fresh;
-          }
+          if (holds(block, await store.readPool(blockPoolRef(network, block)))) return block;
         }
       }
-      if (spared !== undefined && roomy !== spared.block) {
+      if (spared !== undefined && room.block !== spared.block) {
         // another block is written: "not held" in the spared one must then be read, not recalled —
         // unless this process wrote it so itself (the node's only writer)
         const ref = blockPoolRef(network, spared.block);
@@ -377,9 +369,9 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
           return spared.block;
         }
       }
-      if (roomy !== undefined) {
-        handoff.hand(blockPoolRef(network, roomy), roomyRead);
-        return roomy;
+      if (room.block !== undefined) {
+        handoff.hand(blockPoolRef(network, room.block), room.stored);
+        return room.block;
       }
       if (seen.unclaimed === undefined) throw new RangeExhaustedError(range.cidr.text);
       try {
