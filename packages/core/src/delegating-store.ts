@@ -5,10 +5,9 @@ import type { IpamStore } from "./store.js";
  * store wrappers (withAffinityCache, withOwnClaimMemory, withPoolRecall, the agent's lending). The
  * optional calls (`commit`, `recallPool`, `recallOwnWrite`, `presumeUnclaimed`, `readClaims`,
  * `scanClaims`, `scanPools`) are offered exactly when `store` offers them, unless an override sets
- * them, so no wrapper hides a capability
- * of the store it wraps — except that a wrapper overriding `readClaim` alone offers no
- * `readClaims` and no `scanClaims`, and one overriding `readPool` alone no `scanPools`: reads then
- * go through its own `readClaim` or `readPool`, never around it.
+ * them, so no wrapper hides a capability of the store it wraps — except that a wrapper overriding
+ * `readClaim` alone offers no `readClaims` and no `scanClaims`, and one overriding `readPool` alone
+ * no `scanPools`: reads then go through its own `readClaim` or `readPool`, never around it.
  */
 export function delegatingStore(store: IpamStore, overrides: Partial<IpamStore> = {}): IpamStore {
   const base: IpamStore = {
