@@ -256,9 +256,8 @@ describe("per-node blocks", () => {
     const [c0] = await a.allocate({ ranges: [range], key: key("c0") });
     const first = c0?.pool.cidr;
     let second: string | undefined;
-    let n = 1;
-    for (; second === undefined; n++) {
-      const [got] = await a.allocate({ ranges: [range], key: key(`c${n}`) });
+    for (let i = 1; second === undefined; i++) {
+      const [got] = await a.allocate({ ranges: [range], key: key(`c${i}`) });
       if (got?.pool.cidr !== first) second = got?.pool.cidr;
     }
     reads.length = 0;
