@@ -95,6 +95,17 @@ describe("per-node blocks", () => {
     return { inner, store, reads };
   }
 
+  /** ADDs c0, c1, … until one lands in a second block: the node's two block pools (the first one full). */
+  async function fillFirstBlock(ipam: ReturnType<typeof createNodeBlockIpam>): Promise<{ first?: string; second?: string }> {
+    const [c0] = await ipam.allocate({ ranges: [range], key: key("c0") });
+    const first = c0?.pool.cidr;
+    for (let i = 1; i < 64; i++) {
+      const [got] = await ipam.allocate({ ranges: [range], key: key(`c${i}`) });
+      if (got?.pool.cidr !== first) return { first, second: got?.pool.cidr };
+    }
+    throw new Error("no second block after 64 ADDs");
+  }
+
   it("reads its block pool once per ADD, DEL and lookup once its block is known (the choice's read is handed on)", async () => {
     const { store, reads } = countingStore();
     const a = createNodeBlockIpam({ store, node: "node-a", blockSize: 16 });
@@ -212,13 +223,7 @@ describe("per-node blocks", () => {
     // another process of the same node (the binary while the agent restarts)
     const other = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
     const poolOf = async (id: string) => (await holdings(inner)).find((h) => h.key === `${id}/net1`)?.pool;
-    const [c0] = await a.allocate({ ranges: [range], key: key("c0") });
-    const first = c0?.pool.cidr;
-    let second: string | undefined;
-    for (let i = 1; second === undefined; i++) {
-      const [got] = await a.allocate({ ranges: [range], key: key(`c${i}`) });
-      if (got?.pool.cidr !== first) second = got?.pool.cidr;
-    }
+    const { first, second } = await fillFirstBlock(a);
     reads.length = 0;
     await a.allocate({ ranges: [range], key: key("n1") });
     expect(reads).toEqual([first]);
@@ -253,13 +258,7 @@ describe("per-node blocks", () => {
     const a = createNodeBlockIpam({ store: withPoolRecall(store, { soleWriter: () => true }), node: "node-a", blockSize: 16 });
     const reconciler = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
     const poolOf = async (id: string) => (await holdings(inner)).find((h) => h.key === `${id}/net1`)?.pool;
-    const [c0] = await a.allocate({ ranges: [range], key: key("c0") });
-    const first = c0?.pool.cidr;
-    let second: string | undefined;
-    for (let i = 1; second === undefined; i++) {
-      const [got] = await a.allocate({ ranges: [range], key: key(`c${i}`) });
-      if (got?.pool.cidr !== first) second = got?.pool.cidr;
-    }
+    const { first, second } = await fillFirstBlock(a);
     reads.length = 0;
     await a.allocate({ ranges: [range], key: key("n1") });
     expect(reads).toEqual([]); // the full first block, as a wrote it, does not hold n1
