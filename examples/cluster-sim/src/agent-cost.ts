@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { nodesLabel, type SimNode, type StoreKind, startCluster } from "./cluster.js";
 import { limited, runCni } from "./cni.js";
 import { cpuSince } from "./cpu.js";
-import { networkConf } from "./scenario.js";
+import { networkConf, requestsSince } from "./scenario.js";
 import { startSpawner } from "./spawner.js";
 
 /**
@@ -47,12 +47,6 @@ const [nodeCount, pods, networks, rounds, blockSize, agentsPerProcess] = [
 ];
 const spawner = startSpawner("native");
 const cluster = await startCluster(kind, nodeCount, { nodeBlockSize: blockSize, spawner, agentsPerProcess });
-/** The Kubernetes test API server's requests so far (all, and by verb and resource); undefined on etcd. */
-const requestCounts = () => {
-  if (cluster.kind !== "kubernetes") return undefined;
-  const { byResource } = cluster.server.stats();
-  return { byResource, total: Object.values(byResource).reduce((sum, n) => sum + n, 0) };
-};
 try {
   await cluster.startAgents(8);
   const conf = (pod: number, k: number) => networkConf(cluster, cluster.nodes[pod % cluster.nodes.length] as SimNode, k);
@@ -66,7 +60,7 @@ try {
     }
     for (const command of ["ADD", "DEL"] as const) {
       const cpu = cpuSince(cluster);
-      const requestsBefore = requestCounts();
+      const requestsMade = requestsSince(cluster);
       const started = performance.now();
       await limited(
         32,
@@ -82,16 +76,15 @@ try {
       const seconds = (performance.now() - started) / 1000;
       const spent = cpu();
       const perCall = (part: number) => ((part * 1000) / (pods * networks)).toFixed(1);
-      const requests = requestCounts();
-      const per = (n: number | undefined) => (n === undefined ? "-" : (n / (pods * networks)).toFixed(2));
-      const delta = (key?: string) =>
-        requests === undefined || requestsBefore === undefined
-          ? undefined
-          : key === undefined
-            ? requests.total - requestsBefore.total
-            : (requests.byResource[key] ?? 0) - (requestsBefore.byResource[key] ?? 0);
+      const requests = requestsMade();
+      /** Per call, on Kubernetes: every request (no key), or those of one verb and resource. */
+      const per = (key?: string) => {
+        if (requests === undefined) return "-";
+        const n = key === undefined ? Object.values(requests).reduce((sum, m) => sum + m, 0) : (requests[key] ?? 0);
+        return (n / (pods * networks)).toFixed(2);
+      };
       console.log(
-        `| ${kind} | ${nodesLabel(nodeCount, agentsPerProcess)} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall(spent.agents)} | ${perCall(spent.cni)} | ${per(delta())} | ${per(delta("get ippools"))} |`,
+        `| ${kind} | ${nodesLabel(nodeCount, agentsPerProcess)} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall(spent.agents)} | ${perCall(spent.cni)} | ${per()} | ${per("get ippools")} |`,
       );
     }
   }

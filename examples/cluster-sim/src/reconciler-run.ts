@@ -8,17 +8,18 @@ import { type Cluster, POOL_NAMESPACE } from "./cluster.js";
 /** The reconciler program as deployed (examples/cron-reconciler, built). */
 export const RECONCILER = join(import.meta.dirname, "..", "..", "cron-reconciler", "dist", "main.js");
 
-/** One reconciler pass: what it released, and its failures. */
+/** One reconciler pass: what it released, its failures, and (run as a program) its process's CPU seconds. */
 export interface ReconcileRun {
   released: number;
   failures: string[];
+  cpu?: number;
 }
 
 /** How the power-cycle's reconciler runs: `program` in a process of its own, as deployed; `in-process` inside the simulation. */
 export type ReconcilerMode = "program" | "in-process";
 
 /** The power-cycle's reconciler pass for `mode`: the program, or in-process on `store`. */
-export function reconcilerFor(mode: ReconcilerMode, cluster: Cluster, store: IpamStore): () => Promise<ReconcileRun & { cpu?: number }> {
+export function reconcilerFor(mode: ReconcilerMode, cluster: Cluster, store: IpamStore): () => Promise<ReconcileRun> {
   return () => (mode === "program" ? reconcileAsProgram(cluster) : reconcileInProcess(cluster, store));
 }
 

@@ -14,7 +14,7 @@ export interface ScenarioOptions {
    * (`reconcileAsProgram`; `cpu` its CPU seconds, counted as the simulation's, not as a CNI
    * process's), or `reconcileInProcess`.
    */
-  reconcile: () => Promise<ReconcileRun & { cpu?: number }>;
+  reconcile: () => Promise<ReconcileRun>;
 }
 
 export interface PhaseResult {
@@ -48,6 +48,21 @@ export interface PhaseResult {
    * simulation's own (pods, and the power-cycle's audit before the reconcile).
    */
   requests?: Record<string, number>;
+}
+
+/**
+ * From now on, the requests the Kubernetes test API server answers, by verb and resource (those
+ * made at least once), each time the returned function is called; undefined on other stores.
+ */
+export function requestsSince(cluster: Cluster): () => Record<string, number> | undefined {
+  if (cluster.kind !== "kubernetes") return () => undefined;
+  const before = cluster.server.stats().byResource;
+  return () =>
+    Object.fromEntries(
+      Object.entries(cluster.server.stats().byResource)
+        .map(([key, n]): [string, number] => [key, n - (before[key] ?? 0)])
+        .filter(([, n]) => n > 0),
+    );
 }
 
 /** `12,345 requests: 4,000 get ippools, …` — most frequent first. */
@@ -169,6 +184,7 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
   ): Promise<PhaseResult> {
     const conflictsBefore = await cluster.conflicts();
     const statsBefore = cluster.kind === "kubernetes" ? cluster.server.stats() : undefined;
+    const requestsMade = requestsSince(cluster);
     const adds: CniOutcome[] = [];
     const others: CniOutcome[] = [];
     const started = performance.now();
@@ -182,14 +198,7 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
     const agentConflicts = (await cluster.conflicts()) - conflictsBefore;
     const statsAfter = cluster.kind === "kubernetes" ? cluster.server.stats() : undefined;
     const httpConflicts = (statsAfter?.byStatus[409] ?? 0) - (statsBefore?.byStatus[409] ?? 0);
-    const requests =
-      statsAfter === undefined
-        ? undefined
-        : Object.fromEntries(
-            Object.entries(statsAfter.byResource)
-              .map(([key, n]): [string, number] => [key, n - (statsBefore?.byResource[key] ?? 0)])
-              .filter(([, n]) => n > 0),
-          );
+    const requests = requestsMade();
     const ms = adds.map((a) => a.ms);
     return {
       phase: name,
