@@ -1,6 +1,6 @@
 import { InvalidRequestError, type PodFacts, podRefOf } from "@ipamkit/core";
-import { apiFailure, keepAliveTransport, mapKubeError, retryOnReset } from "@ipamkit/storage-kubernetes";
-import { type ConfigurationOptions, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { apiFailure, apiTransport, mapKubeError, retryOnReset } from "@ipamkit/storage-kubernetes";
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { podFacts } from "./pod-facts.js";
 
 /** Where the reconciler learns which pods are alive. */
@@ -27,8 +27,7 @@ const LIST_RESTARTS = 3;
 export function createKubernetesPodSource(options: KubernetesPodSourceOptions): PodSource {
   const pageSize = options.pageSize ?? 500;
   if (!Number.isInteger(pageSize) || pageSize < 1) throw new InvalidRequestError("pageSize must be a positive integer");
-  const connections = keepAliveTransport(options.requestTimeoutMs ?? 30_000);
-  const call: ConfigurationOptions = { middleware: [connections], middlewareMergeStrategy: "append" };
+  const call = apiTransport(options.requestTimeoutMs ?? 30_000);
   const api = options.kubeConfig.makeApiClient(CoreV1Api);
 
   async function listOnce(): Promise<Map<string, PodFacts> | "expired"> {
@@ -68,6 +67,6 @@ export function createKubernetesPodSource(options: KubernetesPodSourceOptions): 
         throw mapKubeError(error, "get", `pod ${namespace}/${name}`);
       }
     },
-    close: () => connections.close(),
+    close: () => call.close(),
   };
 }

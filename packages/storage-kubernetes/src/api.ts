@@ -11,6 +11,7 @@ import {
   type ResponseContext,
 } from "@kubernetes/client-node";
 import { apiFailure, mapKubeError, STORE_NAME } from "./errors.js";
+import { NodeHttpLibrary } from "./node-http.js";
 import { GROUP, type Kind, type KubeObject, VERSION } from "./objects.js";
 
 /**
@@ -76,16 +77,16 @@ export async function retryOnReset<T>(request: () => Promise<T>, options: { writ
 }
 
 /**
- * Per-request deadline, and one keep-alive connection pool: client-node builds a new agent for
- * every request (a new TCP connection, and a TLS handshake on https). The first agent's options
- * (CA, client certificate, skip-verify) are copied once into a keep-alive agent of the same kind.
+ * How the store's clients send requests (client-node's per-call options): over Node's own HTTP
+ * (NodeHttpLibrary, with each request's deadline) and one keep-alive connection pool — client-node
+ * builds a new agent for every request (a new TCP connection, and a TLS handshake on https); the
+ * first agent's options (CA, client certificate, skip-verify) are copied once into a keep-alive
+ * agent of the same kind. `close` closes the kept-alive connections.
  */
-export function keepAliveTransport(requestTimeoutMs: number): ObservableMiddleware & { close(): void } {
+export function apiTransport(requestTimeoutMs: number): ConfigurationOptions & { close(): void } {
   let shared: http.Agent | undefined;
-  return {
-    close: () => shared?.destroy(),
+  const connections: ObservableMiddleware = {
     pre(context: RequestContext) {
-      context.setSignal(AbortSignal.timeout(requestTimeoutMs));
       const agent = context.getAgent();
       if (agent !== undefined && (agent.constructor === http.Agent || agent.constructor === https.Agent)) {
         shared ??= new (agent.constructor as typeof http.Agent)({ ...(agent as unknown as { options: object }).options, keepAlive: true });
@@ -95,12 +96,17 @@ export function keepAliveTransport(requestTimeoutMs: number): ObservableMiddlewa
     },
     post: (response: ResponseContext) => resolved(response),
   };
+  return {
+    middleware: [connections],
+    middlewareMergeStrategy: "append",
+    httpApi: new NodeHttpLibrary({ timeoutMs: requestTimeoutMs }),
+    close: () => shared?.destroy(),
+  };
 }
 
 export function createObjectApi(options: ObjectApiOptions): ObjectApi {
   const client = options.kubeConfig.makeApiClient(CustomObjectsApi);
-  const connections = keepAliveTransport(options.requestTimeoutMs);
-  const call: ConfigurationOptions = { middleware: [connections], middlewareMergeStrategy: "append" };
+  const call = apiTransport(options.requestTimeoutMs);
   const { namespace } = options;
   const base = (kind: Kind) => ({ group: kind.group ?? GROUP, version: kind.version ?? VERSION, namespace, plural: kind.plural });
   const label = (kind: Kind, name: string | undefined) => `${kind.kind} ${namespace}/${name ?? "?"}`;
@@ -114,7 +120,7 @@ export function createObjectApi(options: ObjectApiOptions): ObjectApi {
   };
   return {
     namespace,
-    close: () => connections.close(),
+    close: () => call.close(),
     async get(kind, name) {
       try {
         return (await retryOnReset(() => client.getNamespacedCustomObject({ ...base(kind), name }, call))) as KubeObject;

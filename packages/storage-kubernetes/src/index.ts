@@ -1,5 +1,5 @@
 export type { ObjectApi, ObjectApiOptions } from "./api.js";
-export { createObjectApi, keepAliveTransport, retryOnReset } from "./api.js";
+export { apiTransport, createObjectApi, retryOnReset } from "./api.js";
 export { apiFailure, mapKubeError, STORE_NAME } from "./errors.js";
 export { WHEREABOUTS_OFFSET_LIMIT } from "./ippool.js";
 export { createKubernetesStore } from "./kubernetes-store.js";
