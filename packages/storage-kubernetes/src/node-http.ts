@@ -12,7 +12,7 @@ function headersOf(message: http.IncomingMessage): Record<string, string> {
 }
 
 /** A request's deadline passed: mapKubeError makes it StoreUnavailableError (retryable). */
-export function deadlineError(timeoutMs: number): Error {
+function deadlineError(timeoutMs: number): Error {
   return Object.assign(new Error(`no answer within ${timeoutMs} ms`), { name: "TimeoutError", code: "ETIMEDOUT" });
 }
 
