@@ -1,4 +1,6 @@
 import { existsSync, statSync } from "node:fs";
+import { createServer } from "node:net";
+import { freePort } from "@ipamkit/etcd-launcher";
 import { CoreV1Api, CustomObjectsApi, KubeConfig, VersionApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { binaryPaths, cacheDir, requiredVersion } from "./binaries.js";
@@ -97,5 +99,32 @@ describe("startKubeApiserver", () => {
     expect(existsSync(other.kubeconfigPath)).toBe(false);
     const after = await fetch(`${other.etcd.endpoint}/health`).catch((error: unknown) => error);
     expect(after).toBeInstanceOf(Error);
+  });
+
+  it("starts again on a fresh port when the port it picked was taken before kube-apiserver bound it", async () => {
+    // another process binds the port after it was found free, before kube-apiserver binds it
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    const address = holder.address();
+    if (typeof address !== "object" || address === null) throw new Error("no port");
+    const picked: number[] = [];
+    const pickPort = async () => {
+      const port = picked.length === 0 ? address.port : await freePort();
+      picked.push(port);
+      return port;
+    };
+    try {
+      const other = await startKubeApiserver({ crds: [], pickPort });
+      try {
+        expect(picked).toHaveLength(2);
+        expect(other.url).toBe(`https://127.0.0.1:${picked[1]}`);
+        const version = await other.kubeConfig.makeApiClient(VersionApi).getCode();
+        expect(version.gitVersion).toBe(other.versions.kubernetes);
+      } finally {
+        await other.stop();
+      }
+    } finally {
+      holder.close();
+    }
   });
 });

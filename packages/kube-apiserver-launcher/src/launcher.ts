@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type EtcdInstance, freePort, startEtcd } from "@ipamkit/etcd-launcher";
+import { type EtcdInstance, freePort, PORT_ATTEMPTS, startEtcd } from "@ipamkit/etcd-launcher";
 import { ApiextensionsV1Api, CoreV1Api, KubeConfig, loadAllYaml, type V1CustomResourceDefinition } from "@kubernetes/client-node";
 import { type Binaries, findBinaries } from "./binaries.js";
 import { makeServingCertificates } from "./certs.js";
@@ -25,6 +25,12 @@ export interface KubeApiserverOptions {
   args?: readonly string[];
   /** How long start may take, build excluded. Default 90 s. */
   timeoutMs?: number;
+  /**
+   * Picks the secure port (default etcd-launcher's `freePort`). A port found free can be taken
+   * before kube-apiserver binds it (tests run in parallel): kube-apiserver then exits with
+   * "address already in use" and is started again on a fresh port, up to `PORT_ATTEMPTS` times.
+   */
+  pickPort?: () => Promise<number>;
 }
 
 /** A real kube-apiserver on a real etcd, both on 127.0.0.1, both stopped by `stop()`. */
@@ -170,11 +176,10 @@ export async function startKubeApiserver(options: KubeApiserverOptions = {}): Pr
     const ca = readFileSync(certs.ca, "utf8");
     const tokens = join(dir, "tokens.csv");
     writeFileSync(tokens, `${TEST_TOKEN},ipamkit-admin,ipamkit-admin-uid,"system:masters"\n`, { mode: 0o600 });
-    etcd = await startEtcd({ binary: binaries.etcd, timeoutMs: Math.max(1_000, deadline - Date.now()) });
-    const port = await freePort();
-    const url = `https://127.0.0.1:${port}`;
-    const args = [
-      `--etcd-servers=${etcd.endpoint}`,
+    const running = await startEtcd({ binary: binaries.etcd, timeoutMs: Math.max(1_000, deadline - Date.now()) });
+    etcd = running;
+    const flags = (port: number) => [
+      `--etcd-servers=${running.endpoint}`,
       "--bind-address=127.0.0.1",
       "--advertise-address=127.0.0.1",
       `--secure-port=${port}`,
@@ -194,15 +199,30 @@ export async function startKubeApiserver(options: KubeApiserverOptions = {}): Pr
       "--profiling=false",
       ...(options.args ?? []),
     ];
-    const log = openSync(logFile, "a");
-    const spawned = spawn(binaries.kubeApiserver, args, { stdio: ["ignore", log, log] });
-    child = spawned;
-    killOnExit(spawned);
-    const failed = () =>
-      spawned.exitCode !== null || spawned.signalCode !== null
-        ? `kube-apiserver exited (${spawned.exitCode ?? spawned.signalCode}):\n${logTail()}`
-        : undefined;
-    await until("/readyz", deadline, async () => (await get(url, "/readyz", ca, TEST_TOKEN)).status === 200, failed);
+    const pickPort = options.pickPort ?? freePort;
+    let url = "";
+    let failed: () => string | undefined = () => undefined;
+    for (let attempt = 1; ; attempt++) {
+      const port = await pickPort();
+      url = `https://127.0.0.1:${port}`;
+      // each attempt logs afresh, so that logTail() and the bind check read this attempt's lines
+      const log = openSync(logFile, "w");
+      const spawned = spawn(binaries.kubeApiserver, flags(port), { stdio: ["ignore", log, log] });
+      closeSync(log);
+      child = spawned;
+      killOnExit(spawned);
+      failed = () =>
+        spawned.exitCode !== null || spawned.signalCode !== null
+          ? `kube-apiserver exited (${spawned.exitCode ?? spawned.signalCode}):\n${logTail()}`
+          : undefined;
+      const probe = url;
+      try {
+        await until("/readyz", deadline, async () => (await get(probe, "/readyz", ca, TEST_TOKEN)).status === 200, failed);
+        break;
+      } catch (error) {
+        if (attempt >= PORT_ATTEMPTS || !String(error).includes("address already in use")) throw error;
+      }
+    }
     const kubeconfig = kubeconfigText(url, ca, TEST_TOKEN, options.namespace);
     const kubeconfigPath = join(dir, "kubeconfig");
     writeFileSync(kubeconfigPath, kubeconfig, { mode: 0o600 });
@@ -212,7 +232,6 @@ export async function startKubeApiserver(options: KubeApiserverOptions = {}): Pr
     const core = kubeConfig.makeApiClient(CoreV1Api);
     for (const name of options.namespaces ?? []) await core.createNamespace({ body: { metadata: { name } } });
     const startMs = Date.now() - started;
-    const running = etcd;
     return {
       url,
       versions: { kubernetes: binaries.kubernetesVersion, etcd: binaries.etcdVersion },
