@@ -40,7 +40,8 @@ export async function startAgentProcess(
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the agent did not start:\n${output}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // "close", not "exit": the output read after it is whole (stdout and stderr may still be draining at "exit")
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   const cleanup = () => {
     const parent = join(socketPath, "..");
     if (parent.includes("ipamkit-agentp-") && existsSync(parent)) rmSync(parent, { recursive: true, force: true });

@@ -35,7 +35,8 @@ function run(args: string[]) {
   child.stderr?.on("data", (d) => {
     stderr += String(d);
   });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // "close", not "exit": the output read after it is whole (stdout and stderr may still be draining at "exit")
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   const firstLine = new Promise<string>((resolve, reject) => {
     child.stdout?.on("data", () => {
       if (stdout.includes("\n")) resolve(stdout.split("\n")[0] ?? "");
