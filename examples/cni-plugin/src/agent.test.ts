@@ -85,6 +85,18 @@ describe("the binary and the agent", () => {
     expect(await held()).toEqual(["a1"]);
   });
 
+  it("logs its process id once: pino's own field, not a second one beside it", async () => {
+    agent = await startAgentProcess(socketPath());
+    const listening =
+      agent
+        .log()
+        .split("\n")
+        .find((line) => line.includes('"msg":"ipamkit agent listening"')) ?? "";
+    expect(JSON.parse(listening)).toMatchObject({ pid: agent.child.pid, socket: socketPath() });
+    // JSON.parse keeps the last of two equal keys: count them in the text
+    expect(listening.match(/"pid":/g)).toHaveLength(1);
+  });
+
   it("falls back to direct mode when the agent is down, or answers 11 when it is required", async () => {
     const direct = await runPlugin(cniEnv("ADD", "d1"), netconf());
     expect(direct.code).toBe(0);

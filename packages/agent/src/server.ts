@@ -226,7 +226,8 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     process.umask(umask);
   }
   restrictSocket(socketPath);
-  logger.info({ socket: socketPath, pid: process.pid }, "ipamkit agent listening");
+  // pino's own base fields carry the pid: a second "pid" here made each line a JSON object with a key twice
+  logger.info({ socket: socketPath }, "ipamkit agent listening");
 
   return {
     socketPath,
