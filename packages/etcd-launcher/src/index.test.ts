@@ -1,15 +1,5 @@
-import { createServer, type Server } from "node:net";
 import { describe, expect, it } from "vitest";
-import { freePort, PORT_ATTEMPTS, startEtcd } from "./index.js";
-
-/** A listener holding a port on 127.0.0.1, as another test's server would. */
-async function holdPort(): Promise<{ port: number; server: Server }> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  if (typeof address !== "object" || address === null) throw new Error("no port");
-  return { port: address.port, server };
-}
+import { freePort, holdPort, PORT_ATTEMPTS, startEtcd } from "./index.js";
 
 describe("startEtcd", () => {
   it("starts again on fresh ports when a port it picked was taken before etcd bound it", async () => {
@@ -31,7 +21,7 @@ describe("startEtcd", () => {
         await etcd.stop();
       }
     } finally {
-      taken.server.close();
+      taken.release();
     }
   });
 
@@ -46,7 +36,7 @@ describe("startEtcd", () => {
       await expect(startEtcd({ pickPort })).rejects.toThrow(/address already in use/);
       expect(picks).toBe(2 * PORT_ATTEMPTS);
     } finally {
-      taken.server.close();
+      taken.release();
     }
   });
 });

@@ -72,6 +72,21 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A listener holding a free port on 127.0.0.1, as another test's server would hold it between a
+ * launcher's `freePort()` and its server's bind (for the launchers' own tests of that race).
+ */
+export async function holdPort(): Promise<{ port: number; release: () => void }> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const address = server.address();
+  if (typeof address !== "object" || address === null) throw new Error("no port");
+  return { port: address.port, release: () => server.close() };
+}
+
 function getHealth(endpoint: string, tls: StartEtcdOptions["tls"]): Promise<boolean> {
   return new Promise((resolve) => {
     const url = `${endpoint}/health`;

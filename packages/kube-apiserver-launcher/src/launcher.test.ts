@@ -1,6 +1,5 @@
 import { existsSync, statSync } from "node:fs";
-import { createServer } from "node:net";
-import { freePort } from "@ipamkit/etcd-launcher";
+import { freePort, holdPort } from "@ipamkit/etcd-launcher";
 import { CoreV1Api, CustomObjectsApi, KubeConfig, VersionApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { binaryPaths, cacheDir, requiredVersion } from "./binaries.js";
@@ -103,13 +102,10 @@ describe("startKubeApiserver", () => {
 
   it("starts again on a fresh port when the port it picked was taken before kube-apiserver bound it", async () => {
     // another process binds the port after it was found free, before kube-apiserver binds it
-    const holder = createServer();
-    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
-    const address = holder.address();
-    if (typeof address !== "object" || address === null) throw new Error("no port");
+    const taken = await holdPort();
     const picked: number[] = [];
     const pickPort = async () => {
-      const port = picked.length === 0 ? address.port : await freePort();
+      const port = picked.length === 0 ? taken.port : await freePort();
       picked.push(port);
       return port;
     };
@@ -124,7 +120,7 @@ describe("startKubeApiserver", () => {
         await other.stop();
       }
     } finally {
-      holder.close();
+      taken.release();
     }
   });
 });
