@@ -1,18 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { freePort, holdPort, PORT_ATTEMPTS, startEtcd } from "./index.js";
+import { holdPort, PORT_ATTEMPTS, startEtcd } from "./index.js";
 
 describe("startEtcd", () => {
   it("starts again on fresh ports when a port it picked was taken before etcd bound it", async () => {
-    const taken = await holdPort();
-    const picked: number[] = [];
     // the first pick is the taken port (another process bound it after it was found free)
-    const pickPort = async () => {
-      const port = picked.length === 0 ? taken.port : await freePort();
-      picked.push(port);
-      return port;
-    };
+    const taken = await holdPort();
+    const picked = taken.picked;
     try {
-      const etcd = await startEtcd({ pickPort });
+      const etcd = await startEtcd({ pickPort: taken.pickPort });
       try {
         expect(picked.length).toBe(4); // two ports per attempt, two attempts
         expect(etcd.endpoint).toBe(`http://127.0.0.1:${picked[2]}`);

@@ -74,9 +74,10 @@ export async function freePort(): Promise<number> {
 
 /**
  * A listener holding a free port on 127.0.0.1, as another test's server would hold it between a
- * launcher's `freePort()` and its server's bind (for the launchers' own tests of that race).
+ * launcher's `freePort()` and its server's bind; its `pickPort` hands out that port first, then
+ * free ones, each recorded in `picked` (for the launchers' own tests of that race).
  */
-export async function holdPort(): Promise<{ port: number; release: () => void }> {
+export async function holdPort(): Promise<{ port: number; picked: number[]; pickPort: () => Promise<number>; release: () => void }> {
   const server = createServer();
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -84,7 +85,13 @@ export async function holdPort(): Promise<{ port: number; release: () => void }>
   });
   const address = server.address();
   if (typeof address !== "object" || address === null) throw new Error("no port");
-  return { port: address.port, release: () => server.close() };
+  const picked: number[] = [];
+  const pickPort = async () => {
+    const port = picked.length === 0 ? address.port : await freePort();
+    picked.push(port);
+    return port;
+  };
+  return { port: address.port, picked, pickPort, release: () => server.close() };
 }
 
 function getHealth(endpoint: string, tls: StartEtcdOptions["tls"]): Promise<boolean> {

@@ -1,5 +1,5 @@
 import { existsSync, statSync } from "node:fs";
-import { freePort, holdPort } from "@ipamkit/etcd-launcher";
+import { holdPort } from "@ipamkit/etcd-launcher";
 import { CoreV1Api, CustomObjectsApi, KubeConfig, VersionApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { binaryPaths, cacheDir, requiredVersion } from "./binaries.js";
@@ -103,14 +103,9 @@ describe("startKubeApiserver", () => {
   it("starts again on a fresh port when the port it picked was taken before kube-apiserver bound it", async () => {
     // another process binds the port after it was found free, before kube-apiserver binds it
     const taken = await holdPort();
-    const picked: number[] = [];
-    const pickPort = async () => {
-      const port = picked.length === 0 ? taken.port : await freePort();
-      picked.push(port);
-      return port;
-    };
+    const picked = taken.picked;
     try {
-      const other = await startKubeApiserver({ crds: [], pickPort });
+      const other = await startKubeApiserver({ crds: [], pickPort: taken.pickPort });
       try {
         expect(picked).toHaveLength(2);
         expect(other.url).toBe(`https://127.0.0.1:${picked[1]}`);
