@@ -2,7 +2,7 @@
 // The two Quick-start commands: `npm run demo` and `npm test` call this with "demo" or "test".
 // It needs only Node 20 and npm: it installs pnpm and every dependency, then does the job.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -89,7 +89,8 @@ if (job === "demo") {
       console.error(`check failed: ${name}`);
     }
   }
-  const report = join(mkdtempSync(join(tmpdir(), "ipamkit-vitest-")), "report.json");
+  const reportDir = mkdtempSync(join(tmpdir(), "ipamkit-vitest-"));
+  const report = join(reportDir, "report.json");
   const status = run("pnpm", ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`]);
   let passed = 0;
   let failed = 0;
@@ -100,6 +101,7 @@ if (job === "demo") {
   } catch {
     failed += 1;
   }
+  rmSync(reportDir, { recursive: true, force: true });
   if (status !== 0 && failed === 0) failed = 1;
   console.log(`\nstatic checks: ${checks.length - failedChecks} passed, ${failedChecks} failed`);
   console.log(`${passed + checks.length - failedChecks} passed, ${failed + failedChecks} failed`);

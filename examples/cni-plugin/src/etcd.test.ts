@@ -49,7 +49,8 @@ it("through the agent on etcd, an agent SIGKILLed and restarted (stale socket re
   const { join } = await import("node:path");
   const { startAgentProcess } = await import("../test/agent-process.js");
   const etcd = await startEtcd();
-  const socketPath = join(mkdtempSync(join(tmpdir(), "ipamkit-etcd-agent-")), "agent.sock");
+  // the helper's stop() removes an ipamkit-agentp- socket dir
+  const socketPath = join(mkdtempSync(join(tmpdir(), "ipamkit-agentp-")), "agent.sock");
   let agent = await startAgentProcess(socketPath);
   try {
     const conf = {

@@ -1,14 +1,25 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startKubeTestServer } from "@ipamkit/kube-test-server";
-import { expect, it } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { cniEnv, runPlugin } from "../test/run-plugin.js";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+/** A path for a kubeconfig file named `name` in a fresh temporary dir, removed after the file's tests. */
+function kubeconfigPath(name = "kubeconfig"): string {
+  const dir = mkdtempSync(join(tmpdir(), "ipamkit-cni-kube-"));
+  dirs.push(dir);
+  return join(dir, name);
+}
 
 it("the binary on the Kubernetes store: ADD, repeated ADD, DEL, re-ADD through a kubeconfig to the test API server", async () => {
   const server = await startKubeTestServer({ port: 0, token: "t0ken" });
   try {
-    const kubeconfig = join(mkdtempSync(join(tmpdir(), "ipamkit-cni-kube-")), "whereabouts.kubeconfig");
+    const kubeconfig = kubeconfigPath("whereabouts.kubeconfig");
     await server.writeKubeconfig(kubeconfig, { namespace: "whereabouts" });
     const conf = {
       cniVersion: "1.0.0",
@@ -43,7 +54,7 @@ it("the binary on the Kubernetes store: ADD, repeated ADD, DEL, re-ADD through a
 
 it("an unreachable API server is reported with code 11, never swallowed on DEL", async () => {
   const server = await startKubeTestServer({ port: 0 });
-  const kubeconfig = join(mkdtempSync(join(tmpdir(), "ipamkit-cni-kube-")), "kubeconfig");
+  const kubeconfig = kubeconfigPath();
   await server.writeKubeconfig(kubeconfig);
   await server.close();
   const conf = {
@@ -60,7 +71,7 @@ it("an unreachable API server is reported with code 11, never swallowed on DEL",
 it("20 ADD processes at once on one Kubernetes pool all succeed: conflicts from the separately bundled store are retried", async () => {
   const server = await startKubeTestServer({ port: 0 });
   try {
-    const kubeconfig = join(mkdtempSync(join(tmpdir(), "ipamkit-cni-kube-")), "kubeconfig");
+    const kubeconfig = kubeconfigPath();
     await server.writeKubeconfig(kubeconfig, { namespace: "burst" });
     const conf = {
       cniVersion: "1.1.0",

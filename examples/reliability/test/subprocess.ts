@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { AGENT, PLUGIN } from "./campaign.js";
 import type { Outcome } from "./oracle.js";
 
@@ -97,6 +97,7 @@ export async function startAgent(args: string[] = [], env: Record<string, string
     async stop() {
       if (child.exitCode === null) child.kill("SIGTERM");
       await exited;
+      rmSync(dirname(socketPath), { recursive: true, force: true });
     },
   };
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,9 +22,15 @@ const range = parseRange({ range: "10.80.0.0/24" });
 const ref = { network: "", cidr: range.cidr.text };
 const key = attachmentKey({ containerId: "c1", ifName: "net1" });
 
-/** A kubeconfig for `server` at `url`, optionally with a context namespace and a token. */
+const kubeconfigDirs: string[] = [];
+afterAll(() => {
+  for (const dir of kubeconfigDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A kubeconfig for `server` at `url`, optionally with a context namespace and a token (its dir removed after the file's tests). */
 function kubeconfigFile(url: string, options: { namespace?: string; token?: string } = {}): string {
   const dir = mkdtempSync(join(tmpdir(), "ipamkit-kc-"));
+  kubeconfigDirs.push(dir);
   const path = join(dir, "kubeconfig");
   const config = {
     apiVersion: "v1",
