@@ -89,7 +89,8 @@ export async function startAgent(args: string[] = [], env: Record<string, string
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the agent did not start:\n${output}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  // "close", not "exit": the log read after stop() is whole (stdout and stderr may still be draining at "exit")
+  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
   return {
     socketPath,
     child,
