@@ -24,9 +24,9 @@ function deadlineError(timeoutMs: number): Error {
  * ApiException. node-fetch's Headers, Request and Response objects, its stream relay and an
  * AbortSignal per deadline cost the agents a fifth of their CPU per call (the store makes one
  * request per pool or claim it touches). Each request has a deadline of `timeoutMs` (a timer,
- * destroying the request when it fires, answer included). No redirects are followed and no compression is
- * asked for (the API server sends neither unasked). A failure rejects with Node's own error
- * (`code` ECONNRESET, ECONNREFUSED…; deadlineError), which mapKubeError makes
+ * destroying the request when it fires, answer included). No redirects are followed and no
+ * compression is asked for (the API server sends neither unasked). A failure rejects with Node's
+ * own error (`code` ECONNRESET, ECONNREFUSED…; deadlineError), which mapKubeError makes
  * StoreUnavailableError.
  */
 export class NodeHttpLibrary implements HttpLibrary {
