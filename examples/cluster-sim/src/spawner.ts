@@ -1,8 +1,6 @@
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
-import { constants, tmpdir } from "node:os";
-import { join } from "node:path";
+import { type ChildProcess, spawn } from "node:child_process";
+import { constants } from "node:os";
+import { compiledC } from "./native.js";
 
 /** One process to run: its path (looked up in PATH), arguments, exact environment and stdin. */
 export interface SpawnRequest {
@@ -52,25 +50,9 @@ export const nodeSpawner: Spawner = {
   close: async () => {},
 };
 
-const SOURCE = join(import.meta.dirname, "launcher.c");
-
 /** The launcher compiled from src/launcher.c (cached by its source's hash); a clear error without a C compiler. */
 export function launcherBinary(): string {
-  const source = readFileSync(SOURCE);
-  const dir = join(tmpdir(), "ipamkit-sim");
-  const binary = join(dir, `launcher-${createHash("sha256").update(source).digest("hex").slice(0, 16)}`);
-  if (existsSync(binary)) return binary;
-  mkdirSync(dir, { recursive: true });
-  const partial = `${binary}.${process.pid}`;
-  const cc = process.env.CC ?? "cc";
-  const built = spawnSync(cc, ["-O2", "-Wall", "-Wextra", "-Werror", "-o", partial, SOURCE], { encoding: "utf8" });
-  if (built.error !== undefined || built.status !== 0)
-    throw new Error(
-      `the native spawner needs a C compiler: ${cc} ${built.error?.message ?? built.stderr.trim()} (or run with --spawner node)`,
-    );
-  chmodSync(partial, 0o755);
-  renameSync(partial, binary);
-  return binary;
+  return compiledC({ source: "launcher.c", neededBy: "the native spawner", otherwise: "or run with --spawner node" });
 }
 
 /** Little-endian u32s and length-prefixed strings, as src/launcher.c reads them. */
