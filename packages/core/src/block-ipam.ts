@@ -11,7 +11,7 @@ import {
   blockLayout,
   blockPoolRef,
   blockRange,
-  NodeBlockWalk,
+  nodeBlockOrder,
 } from "./node-blocks.js";
 import type { Pool } from "./pool.js";
 import type { Range } from "./range.js";
@@ -137,10 +137,13 @@ class FenceBrokenError extends Error {
 /** Whether `pool` has a free address in `block`. */
 const roomIn = (pool: Pool, block: Range): boolean => findFree(pool, block, block.first, block.last) !== undefined;
 
-/** The next block of a walk along a node's order, or undefined at its end. */
-function nextBlock(along: Generator<Range>): Range | undefined {
-  const step = along.next();
-  return step.done === true ? undefined : step.value;
+/** The next block along a node's order (skipping positions outside the range), or undefined at its end. */
+function nextBlock(layout: BlockLayout, order: Generator<bigint>): Range | undefined {
+  for (let step = order.next(); !step.done; step = order.next()) {
+    const block = blockRange(layout, step.value);
+    if (block !== undefined) return block;
+  }
+  return undefined;
 }
 
 export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpam {
@@ -165,16 +168,6 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     layouts.set(range, layout);
     return layout;
   };
-  const walks = new Map<BlockLayout, NodeBlockWalk>();
-  /** The node's blocks along its order, from the first (NodeBlockWalk: the first ones kept once computed). */
-  const walkAlong = (layout: BlockLayout): Generator<Range> => {
-    let walk = walks.get(layout);
-    if (walk === undefined) {
-      walk = new NodeBlockWalk(layout, node);
-      walks.set(layout, walk);
-    }
-    return walk.blocks();
-  };
 
   /**
    * The node's blocks along its order, up to the first unclaimed one. A process that is its
@@ -187,12 +180,13 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
    */
   async function view(network: string, range: Range): Promise<NodeView> {
     const seen: NodeView = { own: [], unclaimed: undefined, others: [] };
-    const along = walkAlong(layoutOf(range));
+    const layout = layoutOf(range);
+    const order = nodeBlockOrder(layout, node);
     const batches = store.readClaims !== undefined;
     for (let window = batches ? READ_AHEAD : 1; ; window = batches ? Math.min(window * 2, READ_AHEAD_MAX) : 1) {
       const blocks: Range[] = [];
       while (blocks.length < window) {
-        const block = nextBlock(along);
+        const block = nextBlock(layout, order);
         if (block === undefined) break;
         blocks.push(block);
       }
@@ -205,7 +199,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
         const stored = claims[i];
         if (stored === undefined) {
           // a block read ahead in this window is remembered as read; only one past it is presumed
-          const afterUnclaimed = i + 1 === blocks.length ? nextBlock(along) : undefined;
+          const afterUnclaimed = i + 1 === blocks.length ? nextBlock(layout, order) : undefined;
           return { ...seen, unclaimed: block, others: [], ...(afterUnclaimed === undefined ? {} : { afterUnclaimed }) };
         }
         (stored.claim.key.containerId === node ? seen.own : seen.others).push(block);

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { InvalidRangeError } from "./errors.js";
-import { affinityClaimRef, blockLayout, blockRange, NodeBlockWalk, nodeBlockOrder } from "./node-blocks.js";
-import type { Range } from "./range.js";
+import { affinityClaimRef, blockLayout, blockRange, nodeBlockOrder } from "./node-blocks.js";
 import { parseRange } from "./range.js";
 
 describe("block layout", () => {
@@ -74,61 +73,5 @@ describe("block layout", () => {
     if (block === undefined) throw new Error("no block");
     expect(affinityClaimRef("", block)).toEqual({ network: "node-blocks", address: "10.0.0.32" });
     expect(affinityClaimRef("tenant-a", block)).toEqual({ network: "tenant-a-node-blocks", address: "10.0.0.32" });
-  });
-
-  it("continues a node's order from a given step", () => {
-    const layout = blockLayout(parseRange({ range: "10.1.0.0/20" }), 16);
-    expect([...nodeBlockOrder(layout, "node-7", 5n)]).toEqual([...nodeBlockOrder(layout, "node-7")].slice(5));
-    expect([...nodeBlockOrder(layout, "node-7", layout.count)]).toEqual([]);
-  });
-});
-
-describe("a node's walk along its blocks", () => {
-  // range_start / range_end and an exclude leave some blocks with no usable address
-  const parent = parseRange({ range: "10.0.0.0/24", range_start: "10.0.0.40", range_end: "10.0.0.200", exclude: ["10.0.0.96/28"] });
-  const layout = blockLayout(parent, 16);
-  const expected = (node: string) =>
-    [...nodeBlockOrder(layout, node)].map((index) => blockRange(layout, index)?.cidr.text).filter((t) => t !== undefined);
-  const texts = (blocks: Iterable<Range>) => [...blocks].map((b) => b.cidr.text);
-
-  it("gives the usable blocks of the node's order, kept or not", () => {
-    expect(expected("node-3").length).toBeLessThan(Number(layout.count)); // some skipped
-    for (const keep of [0n, 3n, 7n, 16n, 100n]) {
-      const walk = new NodeBlockWalk(layout, "node-3", keep);
-      expect(texts(walk.blocks())).toEqual(expected("node-3"));
-      expect(texts(walk.blocks())).toEqual(expected("node-3")); // again, now from what it kept
-    }
-  });
-
-  it("keeps the first blocks once computed and computes the ones past them afresh", () => {
-    const walk = new NodeBlockWalk(layout, "node-3", 6n);
-    const first = [...walk.blocks()];
-    const second = [...walk.blocks()];
-    const keptCount = [...nodeBlockOrder(layout, "node-3")].slice(0, 6).filter((i) => blockRange(layout, i) !== undefined).length;
-    expect(keptCount).toBeGreaterThan(0);
-    expect(keptCount).toBeLessThan(first.length);
-    for (let i = 0; i < first.length; i++) {
-      if (i < keptCount) expect(second[i]).toBe(first[i]);
-      else expect(second[i]).not.toBe(first[i]);
-      expect(second[i]).toEqual(first[i]);
-    }
-  });
-
-  it("serves walks that interleave, each the whole order", () => {
-    const walk = new NodeBlockWalk(layout, "node-9", 5n);
-    const a = walk.blocks();
-    const b = walk.blocks();
-    const seenA: string[] = [];
-    const seenB: string[] = [];
-    for (;;) {
-      const x = a.next();
-      if (!x.done) seenA.push(x.value.cidr.text);
-      const y1 = b.next();
-      const y2 = b.next();
-      for (const y of [y1, y2]) if (!y.done) seenB.push(y.value.cidr.text);
-      if (x.done && y2.done) break;
-    }
-    expect(seenA).toEqual(expected("node-9"));
-    expect(seenB).toEqual(expected("node-9"));
   });
 });

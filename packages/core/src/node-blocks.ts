@@ -89,52 +89,10 @@ function fnv1a(text: string, seed: bigint): bigint {
  * The node's order of block indexes: start and stride from its name; the stride is odd and the
  * block count a power of two, so the order visits every block exactly once.
  */
-export function* nodeBlockOrder(layout: BlockLayout, node: string, fromStep = 0n): Generator<bigint> {
+export function* nodeBlockOrder(layout: BlockLayout, node: string): Generator<bigint> {
   const start = fnv1a(node, 0n) % layout.count;
   const stride = (fnv1a(node, 0x9e3779b97f4a7c15n) % layout.count) | 1n;
-  for (let k = fromStep; k < layout.count; k++) yield (start + k * stride) % layout.count;
-}
-
-/**
- * A node's usable blocks along its order (nodeBlockOrder, skipping indexes blockRange gives none
- * for), the first `keep` steps' blocks kept once computed: every ADD and DEL walks the node's
- * order from its start, and computing a block (its CIDR's text included) is most of a walk's CPU.
- * Kept lazily, as far as walks have gone; past `keep` steps each walk computes its blocks afresh,
- * so the memory is bounded however large the range. Walks may interleave (each is synchronous
- * between its steps).
- */
-export class NodeBlockWalk {
-  private readonly kept: Range[] = [];
-  /** The order's steps the kept blocks cover. */
-  private steps = 0n;
-  private readonly order: Generator<bigint>;
-
-  constructor(
-    private readonly layout: BlockLayout,
-    private readonly node: string,
-    private readonly keep = 256n,
-  ) {
-    this.order = nodeBlockOrder(layout, node);
-  }
-
-  /** The node's usable blocks in its order, from the first. */
-  *blocks(): Generator<Range> {
-    for (let i = 0; ; i++) {
-      while (i >= this.kept.length && this.steps < this.keep && this.steps < this.layout.count) {
-        const step = this.order.next();
-        this.steps++;
-        const block = step.done === true ? undefined : blockRange(this.layout, step.value);
-        if (block !== undefined) this.kept.push(block);
-      }
-      const block = this.kept[i];
-      if (block === undefined) break;
-      yield block;
-    }
-    for (const index of nodeBlockOrder(this.layout, this.node, this.steps)) {
-      const block = blockRange(this.layout, index);
-      if (block !== undefined) yield block;
-    }
-  }
+  for (let k = 0n; k < layout.count; k++) yield (start + k * stride) % layout.count;
 }
 
 /** The pool of a block: a pool like any other, named by the block's CIDR. */
