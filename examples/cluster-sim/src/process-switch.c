@@ -6,7 +6,8 @@
 //                                   (user, system) and the wall time, in microseconds per hop.
 //   process-switch faults KB ROUNDS touches KB KiB of fresh memory, hands it back (MADV_DONTNEED),
 //                                   again and again, as V8 does with its young generation's pages;
-//                                   prints the CPU in microseconds per 4 KiB page faulted in.
+//                                   prints the CPU (the madvise calls included) in microseconds per
+//                                   4 KiB page faulted in, and the faults counted.
 //
 // Output: one line of space-separated numbers, read by src/process-switch.ts.
 #include <stdio.h>
