@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { positiveInteger } from "./cli.js";
 import { nodesLabel, type SimNode, type StoreKind, startCluster } from "./cluster.js";
 import { limited, runCni } from "./cni.js";
 import { cpuSince } from "./cpu.js";
@@ -31,12 +32,8 @@ if (kind !== "etcd" && kind !== "kubernetes") {
   process.stderr.write(`agent-cost: --store is etcd or kubernetes, not ${values.store}\n`);
   process.exit(2);
 }
-const count = (name: "nodes" | "pods" | "networks" | "rounds" | "node-block-size" | "agents-per-process"): number => {
-  const n = Number(values[name]);
-  if (Number.isInteger(n) && n > 0) return n;
-  process.stderr.write(`agent-cost: --${name} is a positive integer, not ${values[name]}\n`);
-  process.exit(2);
-};
+const count = (name: "nodes" | "pods" | "networks" | "rounds" | "node-block-size" | "agents-per-process"): number =>
+  positiveInteger("agent-cost", name, values[name]);
 const [nodeCount, pods, networks, rounds, blockSize, agentsPerProcess] = [
   count("nodes"),
   count("pods"),

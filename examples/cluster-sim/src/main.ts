@@ -1,6 +1,7 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { etcdBinary } from "@ipamkit/etcd-launcher";
+import { positiveInteger } from "./cli.js";
 import { nodesLabel, openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
 import type { CpuParts } from "./cpu.js";
@@ -41,11 +42,7 @@ const networksList = (values.networks ?? "1").split(",").map(Number);
 const pods = Number(values.pods);
 const nodes = Number(values.nodes);
 const concurrency = Number(values.concurrency);
-const agentsPerProcess = Number(values["agents-per-process"]);
-if (!Number.isInteger(agentsPerProcess) || agentsPerProcess < 1) {
-  process.stderr.write(`sim: --agents-per-process is a positive integer, not ${values["agents-per-process"]}\n`);
-  process.exit(2);
-}
+const agentsPerProcess = positiveInteger("sim", "agents-per-process", values["agents-per-process"]);
 const reconcilerMode = values.reconciler as ReconcilerMode;
 if (reconcilerMode !== "program" && reconcilerMode !== "in-process") {
   process.stderr.write(`sim: --reconciler is program or in-process, not ${values.reconciler}\n`);

@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { positiveInteger } from "./cli.js";
 import { type StoreKind, startCluster } from "./cluster.js";
 import { type CniOutcome, limited, PLUGIN, quantile, runCni } from "./cni.js";
 import { networkConf } from "./scenario.js";
@@ -27,12 +28,7 @@ if (kind !== "etcd" && kind !== "kubernetes") {
   process.stderr.write(`process-cost: --store is etcd or kubernetes, not ${values.store}\n`);
   process.exit(2);
 }
-const count = (name: "calls" | "rounds" | "concurrency"): number => {
-  const n = Number(values[name]);
-  if (Number.isInteger(n) && n > 0) return n;
-  process.stderr.write(`process-cost: --${name} is a positive integer, not ${values[name]}\n`);
-  process.exit(2);
-};
+const count = (name: "calls" | "rounds" | "concurrency"): number => positiveInteger("process-cost", name, values[name]);
 const [calls, rounds, concurrency] = [count("calls"), count("rounds"), count("concurrency")];
 
 const SOURCE = join(import.meta.dirname, "..", "..", "cni-plugin", "src", "forwarder.c");

@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { positiveInteger } from "./cli.js";
 import { faultCost, type HopCost, ringHop } from "./switch-cost.js";
 
 /**
@@ -22,12 +23,7 @@ const list = (name: "processes" | "kb", min: number): number[] => {
   process.stderr.write(`process-switch: --${name} is a comma-separated list of integers >= ${min}, not ${values[name]}\n`);
   process.exit(2);
 };
-const positive = (name: "hops" | "rounds"): number => {
-  const n = Number(values[name]);
-  if (Number.isInteger(n) && n > 0) return n;
-  process.stderr.write(`process-switch: --${name} is a positive integer, not ${values[name]}\n`);
-  process.exit(2);
-};
+const positive = (name: "hops" | "rounds"): number => positiveInteger("process-switch", name, values[name]);
 const [counts, sizes, hops, rounds] = [list("processes", 1), list("kb", 0), positive("hops"), positive("rounds")];
 
 const runs = new Map<string, HopCost[]>();
