@@ -1,6 +1,6 @@
 import { AddressUnavailableError, InvalidRequestError, RangeExhaustedError } from "./errors.js";
 import { cidrContains, formatIp, type Ip, ipAt, parseIp } from "./ip.js";
-import { type AttachmentKey, formatKey } from "./key.js";
+import { type AttachmentKey, formatKey, isLegacyKey, sameKey } from "./key.js";
 import type { Pool } from "./pool.js";
 import { blockedAt, isAssignable, type Range } from "./range.js";
 import { type Reservation, sameReservation } from "./reservation.js";
@@ -36,8 +36,13 @@ export interface Allocation {
   pool: Pool;
   reservation: Reservation;
   address: Ip;
-  /** True when the key already held this address (idempotent repeat). */
+  /** True when the key already held this address (idempotent repeat), or adopted it (below). */
   reused: boolean;
+  /**
+   * The legacy entry (no ifName) of the key's container that this allocation adopted: the same
+   * address, now under the exact key — `pool` differs from the input and must be written.
+   */
+  adopted?: Reservation;
 }
 
 function reservationFor(req: AllocateRequest, offset: bigint): Reservation {
@@ -113,18 +118,32 @@ function pickStatic(pool: Pool, range: Range, req: AllocateRequest, text: string
 /**
  * Allocates one address in one range. Pure: returns the new pool and never mutates the old one.
  * Idempotent: a key that already holds an address in this pool gets that same address back.
+ * A key without an exact entry whose container holds legacy entries (Whereabouts < 0.8, no
+ * ifName) adopts the lowest of them: the same address, the entry rewritten under the exact key
+ * (DESIGN.md, "Legacy entries") — never a second address for the container.
  */
 export function allocate(pool: Pool, range: Range, req: AllocateRequest): Allocation {
   if (pool.cidr.text !== range.cidr.text) {
     throw new InvalidRequestError(`pool ${pool.name} is for ${pool.cidr.text}, not ${range.cidr.text}`);
   }
-  const existing = pool.forKey(req.key);
+  const existing = heldFor(pool, req);
   if (existing !== undefined) {
     const address = ipAt(pool.cidr, existing.offset);
     if (req.address !== undefined && parseIp(req.address).value !== address.value) {
-      throw new AddressUnavailableError(req.address, `${formatKey(req.key)} already holds ${formatIp(address)}`);
+      const holder = sameKey(existing.key, req.key)
+        ? formatKey(req.key)
+        : `container ${req.key.containerId} (a Whereabouts entry without ifname)`;
+      throw new AddressUnavailableError(req.address, `${holder} already holds ${formatIp(address)}`);
     }
-    return { pool, reservation: existing, address, reused: true };
+    if (sameKey(existing.key, req.key)) return { pool, reservation: existing, address, reused: true };
+    const reservation = adoption(existing, req);
+    return {
+      pool: pool.withoutAt(existing.offset).with(reservation, { moveCursor: false }),
+      reservation,
+      address,
+      reused: true,
+      adopted: existing,
+    };
   }
   const offset = req.address === undefined ? pickDynamic(pool, range, req) : pickStatic(pool, range, req, req.address);
   const reservation = reservationFor(req, offset);
@@ -134,6 +153,28 @@ export function allocate(pool: Pool, range: Range, req: AllocateRequest): Alloca
     address: ipAt(pool.cidr, offset),
     reused: false,
   };
+}
+
+/** The exact entry of the key, else the legacy entry it adopts: at a requested address if one is there, else the lowest. */
+function heldFor(pool: Pool, req: AllocateRequest): Reservation | undefined {
+  const exact = pool.exactly(req.key);
+  if (exact !== undefined || isLegacyKey(req.key)) return exact;
+  const legacy = pool.legacyOf(req.key.containerId);
+  if (req.address !== undefined) {
+    const wanted = parseIp(req.address).value - pool.cidr.network;
+    const there = legacy.find((r) => r.offset === wanted);
+    if (there !== undefined) return there;
+  }
+  return legacy[0];
+}
+
+/** A legacy entry under the exact key: its address and creation time kept, the request's pod recorded. */
+function adoption(legacy: Reservation, req: AllocateRequest): Reservation {
+  const r: { -readonly [K in keyof Reservation]: Reservation[K] } = { ...legacy, key: req.key };
+  if (req.podRef !== undefined) r.podRef = req.podRef;
+  if (req.podUid !== undefined) r.podUid = req.podUid;
+  if (r.createdAt === undefined && req.now !== undefined) r.createdAt = req.now;
+  return r;
 }
 
 export interface MultiAllocateRequest extends Omit<AllocateRequest, "address" | "avoid"> {
@@ -169,21 +210,28 @@ export interface Release {
   released: Reservation | undefined;
 }
 
-/** Releases the reservation of exactly this key. Never by podRef, never by position. */
+/**
+ * Releases the reservation of exactly this key. Never by podRef, never by position. A key without
+ * an exact entry whose container holds legacy entries (no ifName) releases the lowest of them: the
+ * container is going away, and its other interfaces' DELs release the rest (DESIGN.md).
+ */
 export function release(pool: Pool, key: AttachmentKey): Release {
   const released = pool.forKey(key);
-  return released === undefined ? { pool, released } : { pool: pool.without(key), released };
+  return released === undefined ? { pool, released } : { pool: pool.withoutAt(released.offset), released };
 }
 
 export type ConditionalReleaseOutcome = "released" | "absent" | "changed";
 
 /**
- * For reconcilers: releases `expected.key` only if it still holds exactly `expected` (same offset,
+ * For reconcilers: releases `expected` only if its address still holds exactly it (same key,
  * podRef, podUid and creation time). A reservation re-created in between is never freed.
+ * "absent" when the key holds nothing any more, "changed" when it holds something else.
  */
 export function releaseIf(pool: Pool, expected: Reservation): Release & { outcome: ConditionalReleaseOutcome } {
-  const current = pool.forKey(expected.key);
-  if (current === undefined) return { pool, released: undefined, outcome: "absent" };
-  if (!sameReservation(current, expected)) return { pool, released: undefined, outcome: "changed" };
-  return { pool: pool.without(expected.key), released: current, outcome: "released" };
+  const current = pool.atOffset(expected.offset);
+  if (current !== undefined && sameReservation(current, expected)) {
+    return { pool: pool.withoutAt(expected.offset), released: current, outcome: "released" };
+  }
+  const held = current !== undefined && sameKey(current.key, expected.key) ? current : pool.exactly(expected.key);
+  return { pool, released: undefined, outcome: held === undefined ? "absent" : "changed" };
 }

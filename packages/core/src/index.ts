@@ -36,7 +36,7 @@ export { cidrContains, cidrOf, cidrsOverlap, compareIp, familyBits, formatIp, ip
 export type { AllocateInput, Assigned, Ipam, IpamOptions, Released, ReleaseInput } from "./ipam.js";
 export { createIpam, RELEASES_PER_WRITE } from "./ipam.js";
 export type { AttachmentKey } from "./key.js";
-export { attachmentKey, formatKey, parseKey, sameKey } from "./key.js";
+export { attachmentKey, formatKey, isLegacyKey, parseKey, sameKey } from "./key.js";
 export type { MemoryStoreOptions } from "./memory-store.js";
 export { createMemoryStore, MEMORY_STORE_NAME } from "./memory-store.js";
 export type { BlockLayout } from "./node-blocks.js";

@@ -129,7 +129,11 @@ export function createIpam(options: IpamOptions): Ipam {
         });
         tried = result.reservation.offset;
         const assigned: Assigned = { pool: ref, range, address: result.address, reservation: result.reservation, reused: result.reused };
-        if (result.reused) return assigned;
+        if (result.reused) {
+          // a legacy entry (no ifname) adopted under the exact key: a change, compare-and-swapped like any
+          if (result.adopted !== undefined) await store.writePool(ref, result.pool, stored?.version);
+          return assigned;
+        }
         if (!protect && !entryWrites) {
           await store.writePool(ref, result.pool, stored?.version);
           return assigned;

@@ -38,6 +38,11 @@ export function parseKey(text: string): AttachmentKey {
   return attachmentKey({ containerId: text.slice(0, slash), ifName: text.slice(slash + 1) }, { allowLegacy: true });
 }
 
+/** True for a legacy Whereabouts entry's key (no ifName: one attachment of its container, interface unknown). */
+export function isLegacyKey(key: AttachmentKey): boolean {
+  return key.ifName === "";
+}
+
 export function sameKey(a: AttachmentKey, b: AttachmentKey): boolean {
   return a.containerId === b.containerId && a.ifName === b.ifName;
 }

@@ -68,8 +68,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
       if (current.atOffset(r.offset) !== undefined || current.forKey(r.key) !== undefined) return undefined;
       return current.with(r, { moveCursor: false }).withCursor(w.lastOffset);
     }
-    const held = current.forKey(r.key);
-    return held !== undefined && sameReservation(held, r) ? current.without(r.key) : undefined;
+    const held = current.atOffset(r.offset);
+    return held !== undefined && sameReservation(held, r) ? current.withoutAt(r.offset) : undefined;
   }
 
   async function commit(writes: readonly StoreWrite[]): Promise<Version[]> {
