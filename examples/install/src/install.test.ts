@@ -193,3 +193,26 @@ describe("ipamkit-install errors: one line, a code, no stack", () => {
     }
   });
 });
+
+describe("ipamkit-probe (the agent container's exec probe)", () => {
+  it("exits 0 while the real agent answers on its socket, 1 with one line once it is gone", async () => {
+    const dir = tempDir("ipamkit-probe-");
+    const socket = join(dir, "agent.sock");
+    const agent = start(join(PLUGIN, "ipamkit-agent"), ["--socket", socket, "--log-level", "info"], {});
+    try {
+      await until("the agent listening", () => agent.output().includes("ipamkit agent listening"));
+      const up = await run(join(inject("installDist"), "ipamkit-probe"), ["--socket", socket], {});
+      expect(up.stderr).toBe("");
+      expect(up.code).toBe(0);
+      expect(up.stdout).toMatch(/^ipamkit agent at .*agent\.sock answers \(\d+ counters\)\n$/);
+    } finally {
+      agent.child.kill("SIGTERM");
+    }
+    expect(await exited(agent.child)).toBe(0);
+    const down = await run(join(inject("installDist"), "ipamkit-probe"), ["--socket", socket, "--timeout-ms", "1000"], {});
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(/^ipamkit-probe: ipamkit agent at .*agent\.sock: .+\n$/);
+    const usage = await run(join(inject("installDist"), "ipamkit-probe"), ["--socket", "relative.sock"], {});
+    expect(usage.code).toBe(2);
+  });
+});
