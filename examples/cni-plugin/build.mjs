@@ -77,6 +77,45 @@ function describe(definition) {
   );
 }
 
+/**
+ * What the C binary must know of the TypeScript side, taken from its sources at build time (never
+ * copied by hand): the supported CNI versions (VERSION is answered by the binary), the flat file's
+ * locations and the agent timeout's bounds (routing, src/forwarder-route.h). As -D macros.
+ */
+async function generatedDefines() {
+  const cni = join(import.meta.dirname, "..", "..", "packages", "cni", "src");
+  const out = await build({
+    stdin: {
+      contents: [
+        `export { SUPPORTED_VERSIONS } from "./types.ts";`,
+        `export { DEFAULT_FLAT_FILE_PATHS, FLAT_FILE_NAME } from "./config-paths.ts";`,
+        `export { AGENT_TIMEOUT_DEFAULT_SECONDS, AGENT_TIMEOUT_MAX_SECONDS } from "./agent-settings.ts";`,
+      ].join("\n"),
+      resolveDir: cni,
+      loader: "ts",
+    },
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    write: false,
+    logLevel: "warning",
+  });
+  const module = { exports: {} };
+  new Function("module", "exports", out.outputFiles[0].text)(module, module.exports);
+  const t = module.exports;
+  const c = (text) => JSON.stringify(text); // a C string literal for ASCII text
+  const list = (items) => items.map(c).join(",");
+  return [
+    `-DIPAMKIT_VERSIONS_JSON=${c(list(t.SUPPORTED_VERSIONS))}`,
+    `-DIPAMKIT_VERSIONS_TEXT=${c(t.SUPPORTED_VERSIONS.join(", "))}`,
+    `-DIPAMKIT_DEFAULT_VERSION=${c(t.SUPPORTED_VERSIONS.at(-1))}`,
+    `-DIPAMKIT_FLAT_FILE_PATHS=${list(t.DEFAULT_FLAT_FILE_PATHS)}`,
+    `-DIPAMKIT_FLAT_FILE_NAME=${c(t.FLAT_FILE_NAME)}`,
+    `-DIPAMKIT_AGENT_TIMEOUT_DEFAULT=${Number(t.AGENT_TIMEOUT_DEFAULT_SECONDS)}`,
+    `-DIPAMKIT_AGENT_TIMEOUT_MAX=${Number(t.AGENT_TIMEOUT_MAX_SECONDS)}`,
+  ];
+}
+
 rmSync("dist", { recursive: true, force: true });
 mkdirSync("dist");
 // dist/ipamkit-node is only the Node forwarder (~4 KB); the plugin itself is dist/ipamkit-direct.cjs
@@ -98,9 +137,13 @@ chmodSync("dist/ipamkit-agent", 0o755);
 const hasMusl = spawnSync("sh", ["-c", "command -v musl-gcc"]).status === 0;
 const cc = process.env.CC ?? (hasMusl ? "musl-gcc" : "cc");
 if (process.env.CC === undefined && !hasMusl) console.warn("build: no musl-gcc (musl-tools); dist/ipamkit is linked with glibc");
-const compiled = spawnSync(cc, ["-O2", "-Wall", "-Wextra", "-Werror", "-static", "-s", "-o", "dist/ipamkit", "src/forwarder.c"], {
-  stdio: "inherit",
-});
+const compiled = spawnSync(
+  cc,
+  ["-O2", "-Wall", "-Wextra", "-Werror", "-static", "-s", ...(await generatedDefines()), "-o", "dist/ipamkit", "src/forwarder.c"],
+  {
+    stdio: "inherit",
+  },
+);
 if (compiled.error?.code === "ENOENT") {
   // without a C compiler the Node forwarder is the binary: every call works, each costs a Node start
   console.warn(`build: no C compiler (${cc}); dist/ipamkit is the Node forwarder — install gcc for the native one`);

@@ -9,6 +9,7 @@ import { DATASTORES, type Datastore, loadStoreCode, openStore } from "./open-sto
 // keeps each store's client open between calls.
 const USAGE =
   "usage: ipamkit-agent --socket PATH [--node-name NAME] [--log-level info] [--warm etcd,kubernetes,file]\n" +
+  "                     [--idle-timeout SECONDS (10)] [--drain-timeout SECONDS (10)]\n" +
   "       (a scale simulation may host several nodes: --socket PATH --node-name NAME, repeated, one name per socket)";
 
 /** Each agent this process runs: its socket and its node's name (undefined: the host name). */
@@ -39,7 +40,15 @@ function hostedAgents(sockets: string[], names: string[]): Hosted[] | string {
 }
 
 async function main(): Promise<number> {
-  let values: { socket?: string[]; "node-name"?: string[]; "log-level"?: string; warm?: string; help?: boolean };
+  let values: {
+    socket?: string[];
+    "node-name"?: string[];
+    "log-level"?: string;
+    warm?: string;
+    "idle-timeout"?: string;
+    "drain-timeout"?: string;
+    help?: boolean;
+  };
   try {
     ({ values } = parseArgs({
       options: {
@@ -47,6 +56,8 @@ async function main(): Promise<number> {
         "node-name": { type: "string", multiple: true },
         "log-level": { type: "string" },
         warm: { type: "string" },
+        "idle-timeout": { type: "string" },
+        "drain-timeout": { type: "string" },
         help: { type: "boolean" },
       },
       strict: true,
@@ -63,6 +74,20 @@ async function main(): Promise<number> {
   if (typeof hosted === "string") {
     process.stderr.write(`error: ${hosted}\n${USAGE}\n`);
     return 2;
+  }
+  const timeouts: { idleTimeoutMs?: number; drainTimeoutMs?: number } = {};
+  for (const [flag, key] of [
+    ["idle-timeout", "idleTimeoutMs"],
+    ["drain-timeout", "drainTimeoutMs"],
+  ] as const) {
+    const text = values[flag];
+    if (text === undefined) continue;
+    const seconds = Number(text);
+    if (!(text.trim() !== "" && Number.isFinite(seconds) && seconds > 0)) {
+      process.stderr.write(`error: --${flag}: not a positive number of seconds: ${JSON.stringify(text)}\n${USAGE}\n`);
+      return 2;
+    }
+    timeouts[key] = seconds * 1000;
   }
   const warm = (values.warm ?? "").split(",").filter((name) => name !== "");
   const unknown = warm.find((name) => !(DATASTORES as readonly string[]).includes(name));
@@ -82,9 +107,13 @@ async function main(): Promise<number> {
     // several hosted nodes: every line says whose agent logged it
     const log = hosted.length > 1 ? logger.child({ node: nodeName }) : logger;
     try {
-      agents.push(await startAgent({ socketPath: socket, openStore, logger: log, ...(nodeName === undefined ? {} : { nodeName }) }));
+      agents.push(
+        await startAgent({ socketPath: socket, openStore, logger: log, ...timeouts, ...(nodeName === undefined ? {} : { nodeName }) }),
+      );
     } catch (error) {
       log.fatal(`cannot start: ${(error as Error).message}`);
+      // one plain line too, for whoever reads the container's stderr
+      process.stderr.write(`ipamkit-agent: cannot start: ${(error as Error).message}\n`);
       await Promise.all(agents.map((agent) => agent.close()));
       return 1;
     }
@@ -116,6 +145,5 @@ async function warmStores(datastores: Datastore[], logger: pino.Logger): Promise
   }
 }
 
-void main().then((code) => {
-  process.exitCode = code;
-});
+// exit even if a store client keeps a timer or a connection: close() has drained the calls
+void main().then((code) => process.exit(code));

@@ -1,13 +1,16 @@
-// dist/ipamkit: the CNI binary a runtime executes, as a small static program.
+// dist/ipamkit: the CNI binary a runtime executes, as a small static program that needs nothing
+// else on the host when the node-local agent serves the network.
 //
 // A Node process costs ~100 ms of CPU to start on a 2-core machine — more than the IPAM work of a
-// call answered by the node-local agent. This program is only the agent path's fast lane and
-// decides nothing: when the network config names an `agent_socket` and the agent there answers,
-// it relays the answer (stdout, stderr, exit code) byte for byte. In every other case — VERSION,
-// no agent_socket, the agent unreachable, a failed or refused answer — it executes the Node
-// forwarder `ipamkit-node` beside it with the same environment and the same stdin, which applies
-// every rule (flat file, agent_required, direct mode). Protocol: packages/agent/src/protocol.ts
-// ("raw" frame).
+// call answered by the agent. This program decides, once, where a call goes (forwarder-route.h:
+// the same rules as agentSettings() in @ipamkit/cni) and answers VERSION itself:
+// - agent configured: it sends the call with its deadline (`agent_timeout`, ≤ 30 s) to the socket,
+//   after checking that the socket's peer (SO_PEERCRED) is root or `agent_uid`, and relays the
+//   answer byte for byte. No answer in time: code 11 (the agent refuses work past the deadline).
+//   Agent not running: code 11 with `agent_required` or without Node on the host, else direct mode.
+// - otherwise, direct mode: `node ipamkit-node` beside this file, same environment and stdin, told
+//   that the route is decided (IPAMKIT_ROUTE=direct); no `node` in PATH is a CNI error, never 127.
+// Protocol: packages/agent/src/protocol.ts ("raw" frame).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -17,17 +20,24 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
+#include "forwarder-route.h"
+
+#if !defined(IPAMKIT_VERSIONS_JSON) || !defined(IPAMKIT_VERSIONS_TEXT) || !defined(IPAMKIT_DEFAULT_VERSION)
+#error "build.mjs generates the IPAMKIT_* macros from packages/cni; build with `node build.mjs`"
+#endif
 
 extern char **environ;
 
-// The agent refuses larger requests (MAX_REQUEST_BYTES); such a call goes to the Node forwarder.
+// The agent refuses larger requests (MAX_REQUEST_BYTES); such a call goes to direct mode.
 #define MAX_REQUEST_BYTES (4 * 1024 * 1024)
-// As long as the Node forwarder waits for the agent.
-#define AGENT_TIMEOUT_SECONDS 60
 #define MAX_ANSWER_BYTES (64 * 1024 * 1024)
+// The search path when the runtime gives none.
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // Each page a process touches first costs a fault, and faults are most of what a short process
 // costs (on a VM ~25 µs each, more than this whole program's own work): the buffers of a usual
@@ -66,16 +76,17 @@ static int append(struct buf *b, const char *s, size_t n) {
 
 static int append_str(struct buf *b, const char *s) { return append(b, s, strlen(s)); }
 
-// A JSON string: quotes, backslashes and control characters escaped; other bytes as they are (the
-// agent decodes UTF-8 as the Node forwarder does, invalid sequences included).
+// A JSON string escaped as JSON.stringify does (quotes, backslashes, control characters); other
+// bytes as they are (the agent decodes UTF-8 as the Node forwarder does, invalid sequences included).
 static int append_json_string(struct buf *b, const char *s, size_t n) {
   if (append(b, "\"", 1)) return -1;
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
     char esc[8];
-    if (c == '"' || c == '\\') {
+    const char *shortcut = c == '\b' ? "b" : c == '\f' ? "f" : c == '\n' ? "n" : c == '\r' ? "r" : c == '\t' ? "t" : NULL;
+    if (c == '"' || c == '\\' || shortcut) {
       esc[0] = '\\';
-      esc[1] = (char)c;
+      esc[1] = shortcut ? shortcut[0] : (char)c;
       if (append(b, esc, 2)) return -1;
     } else if (c < 0x20) {
       snprintf(esc, sizeof esc, "\\u%04x", c);
@@ -105,33 +116,6 @@ static int read_stdin(struct buf *b) {
   }
 }
 
-// The first `"key": "value"` in the text whose value is a plain string (no escapes), copied to out.
-// Only a routing hint: the agent checks it against the config as the Node forwarder reads it.
-static int find_string_value(const struct buf *b, const char *key, char *out, size_t size) {
-  char quoted[64];
-  int qn = snprintf(quoted, sizeof quoted, "\"%s\"", key);
-  const char *end = b->data + b->len;
-  const char *at = b->data;
-  while (at && at < end) {
-    const char *hit = memmem(at, (size_t)(end - at), quoted, (size_t)qn);
-    if (!hit) return -1;
-    const char *p = hit + qn;
-    at = p;
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) p++;
-    if (p >= end || *p != ':') continue;
-    p++;
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) p++;
-    if (p >= end || *p != '"') continue;
-    p++;
-    size_t n = 0;
-    while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20 && n + 1 < size) out[n++] = *p++;
-    if (p >= end || *p != '"') return -1;
-    out[n] = '\0';
-    return 0;
-  }
-  return -1;
-}
-
 static int write_all(int fd, const char *s, size_t n) {
   while (n > 0) {
     ssize_t w = write(fd, s, n);
@@ -143,10 +127,17 @@ static int write_all(int fd, const char *s, size_t n) {
   return 0;
 }
 
+// JSON.parse(stdin).cniVersion when it is a non-empty string, else `fallback`.
+static void config_version(const struct buf *in, char *out, size_t size, const char *fallback) {
+  const char *end = in ? in->data + in->len : NULL;
+  const char *v = in ? json_member(json_document(in->data, in->len), end, "cniVersion") : NULL;
+  if (!v || *v != '"' || json_decode_string(v, end, out, size) || !out[0]) snprintf(out, size, "%s", fallback);
+}
+
 // A CNI error on stdout in the config's cniVersion; exit code 1.
 static int cni_error(const struct buf *in, int code, const char *text) {
-  char version[64] = "1.1.0";
-  if (in) find_string_value(in, "cniVersion", version, sizeof version);
+  char version[256];
+  config_version(in, version, sizeof version, "1.1.0");
   struct buf msg = {0};
   char number[16];
   snprintf(number, sizeof number, "%d", code);
@@ -157,44 +148,97 @@ static int cni_error(const struct buf *in, int code, const char *text) {
   return 1;
 }
 
-// Runs ipamkit-node (beside the real file of this program) on the same stdin. Never returns but
-// with a CNI error when even that is impossible.
-static int run_node(char **argv, const struct buf *in) {
-  char path[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
-  const char *problem = "its own path is unknown";
-  if (n > 0) {
-    path[n] = '\0';
-    char *slash = strrchr(path, '/');
-    strcpy(slash ? slash + 1 : path, "ipamkit-node");
-    problem = NULL;
-    if (in) {
-      int fd = memfd_create("ipamkit-stdin", 0);
-      size_t done = 0;
-      while (fd >= 0 && done < in->len) {
-        ssize_t w = write(fd, in->data + done, in->len - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        done += (size_t)w;
-      }
-      if (fd < 0 || done < in->len || lseek(fd, 0, SEEK_SET) != 0 || dup2(fd, 0) < 0) problem = "stdin cannot be handed over";
-      if (fd > 0) close(fd);
-    }
-    if (!problem) {
-      argv[0] = path;
-      execv(path, argv);
-      problem = strerror(errno);
-    }
+// VERSION (the supported versions generated from @ipamkit/cni) and the "about" text, as skel does.
+static int answer_version(const char *command, struct buf *in) {
+  if (!command || !*command) {
+    const char *about = "ipamkit CNI IPAM plugin\nCNI protocol versions supported: " IPAMKIT_VERSIONS_TEXT "\n";
+    write_all(2, about, strlen(about));
+    return 0;
   }
-  char text[PATH_MAX + 128];
-  snprintf(text, sizeof text, "the plugin (%s) cannot be run beside this binary: %s", n > 0 ? path : "ipamkit-node", problem);
+  // VERSION ignores an unreadable stdin, like the reference skel
+  if (read_stdin(in)) in->len = 0;
+  char version[4096];
+  config_version(in, version, sizeof version, IPAMKIT_DEFAULT_VERSION);
+  struct buf out = {0};
+  if (append_str(&out, "{\"cniVersion\":") || append_json_string(&out, version, strlen(version)) ||
+      append_str(&out, ",\"supportedVersions\":[" IPAMKIT_VERSIONS_JSON "]}\n"))
+    return cni_error(in, 5, "out of memory");
+  return write_all(1, out.data, out.len) ? 1 : 0;
+}
+
+// The first executable `node` in PATH, as `env` would find it; 0 when there is none.
+static int find_node(char *out, size_t size) {
+  const char *path = getenv("PATH");
+  if (!path || !*path) path = DEFAULT_PATH;
+  for (const char *at = path; *at;) {
+    const char *colon = strchr(at, ':');
+    size_t n = colon ? (size_t)(colon - at) : strlen(at);
+    struct stat st;
+    snprintf(out, size, "%.*s/node", (int)(n ? n : 1), n ? at : ".");
+    if (access(out, X_OK) == 0 && stat(out, &st) == 0 && S_ISREG(st.st_mode)) return 1;
+    at += n + (colon ? 1 : 0);
+  }
+  return 0;
+}
+
+static const char *node_missing(void) {
+  static char text[PATH_MAX + 64];
+  const char *path = getenv("PATH");
+  snprintf(text, sizeof text, "\"node\" is not in PATH (%s)", path && *path ? path : DEFAULT_PATH);
+  return text;
+}
+
+// Direct mode: `node ipamkit-node` (beside the real file of this program) on the same stdin. Never
+// returns but with a CNI error when that is impossible; `note` goes to stderr first.
+static int run_direct(const struct buf *in, const char *note) {
+  char path[PATH_MAX], node[PATH_MAX], text[3 * PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+  if (n <= 0) return cni_error(in, 2, "the plugin (ipamkit-node) cannot be run beside this binary: its own path is unknown");
+  path[n] = '\0';
+  char *slash = strrchr(path, '/');
+  strcpy(slash ? slash + 1 : path, "ipamkit-node");
+  if (access(path, R_OK) != 0) {
+    snprintf(text, sizeof text, "the plugin (%s) cannot be run beside this binary: %s", path, strerror(errno));
+    return cni_error(in, 2, text);
+  }
+  if (!find_node(node, sizeof node)) {
+    snprintf(text, sizeof text,
+             "this call needs direct mode (no agent_socket, or the agent refused it), and direct mode needs Node.js on the host: %s; "
+             "configure agent_socket and run the ipamkit agent (DaemonSet), or install Node.js 20",
+             node_missing());
+    return cni_error(in, 50, text);
+  }
+  int fd = memfd_create("ipamkit-stdin", 0);
+  size_t done = 0;
+  while (fd >= 0 && done < in->len) {
+    ssize_t w = write(fd, in->data + done, in->len - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += (size_t)w;
+  }
+  if (fd < 0 || done < in->len || lseek(fd, 0, SEEK_SET) != 0 || dup2(fd, 0) < 0)
+    return cni_error(in, 2, "the plugin (ipamkit-node) cannot be run: stdin cannot be handed over");
+  if (fd > 0) close(fd);
+  if (note) write_all(2, note, strlen(note));
+  setenv("IPAMKIT_ROUTE", "direct", 1);
+  char *argv[] = {node, path, NULL};
+  execv(node, argv);
+  snprintf(text, sizeof text, "the plugin (%s) cannot be run beside this binary: %s: %s", path, node, strerror(errno));
   return cni_error(in, 2, text);
 }
 
-// {"v":1,"frame":"raw","socket":…,"env":{CNI_*…},"stdin":…}
-static int build_request(struct buf *req, const char *socket_path, const struct buf *in) {
+static double now_ms(clockid_t clock) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  return (double)t.tv_sec * 1000.0 + (double)t.tv_nsec / 1e6;
+}
+
+// {"v":1,"frame":"raw","socket":…,"deadline":<epoch ms>,"env":{CNI_*…},"stdin":…}
+static int build_request(struct buf *req, const char *socket_path, double deadline, const struct buf *in) {
+  char number[32];
+  snprintf(number, sizeof number, "%.0f", deadline);
   if (append_str(req, "{\"v\":1,\"frame\":\"raw\",\"socket\":") || append_json_string(req, socket_path, strlen(socket_path)) ||
-      append_str(req, ",\"env\":{"))
+      append_str(req, ",\"deadline\":") || append_str(req, number) || append_str(req, ",\"env\":{"))
     return -1;
   int first = 1;
   for (char **e = environ; *e; e++) {
@@ -208,40 +252,92 @@ static int build_request(struct buf *req, const char *socket_path, const struct 
   return append_str(req, "},\"stdin\":") || append_json_string(req, in->data, in->len) || append_str(req, "}\n");
 }
 
-// Sends the request and reads the whole answer; 0 when the connection delivered one.
-static int ask_agent(const char *socket_path, const struct buf *req, struct buf *answer) {
-  struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  if (strlen(socket_path) >= sizeof addr.sun_path) return -1;
-  strcpy(addr.sun_path, socket_path);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  struct timeval timeout = {.tv_sec = AGENT_TIMEOUT_SECONDS};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-  int ok = connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0;
-  for (size_t sent = 0; ok && sent < req->len;) {
-    ssize_t w = send(fd, req->data + sent, req->len - sent, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) ok = 0;
-    else sent += (size_t)w;
+enum outcome { ANSWERED, UNREACHABLE, FAILED, TIMED_OUT, REFUSED };
+
+// errno as Node names it (the Node forwarder's messages say ENOENT, ECONNREFUSED, …).
+static const char *errno_name(int e) {
+  switch (e) {
+    case ENOENT: return "ENOENT";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case EACCES: return "EACCES";
+    case ENOTSOCK: return "ENOTSOCK";
+    case ECONNRESET: return "ECONNRESET";
+    case EPIPE: return "EPIPE";
+    case ENAMETOOLONG: return "ENAMETOOLONG";
+    default: return strerror(e);
   }
-  if (ok) shutdown(fd, SHUT_WR);
-  while (ok) {
-    if (answer->len > MAX_ANSWER_BYTES || reserve(answer, READ_CHUNK)) ok = 0;
-    else {
-      ssize_t r = recv(fd, answer->data + answer->len, answer->cap - answer->len, 0);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) ok = 0;
-      else if (r == 0) break;
-      else answer->len += (size_t)r;
-    }
+}
+
+// Waits for fd until the monotonic deadline; 0 ready, -1 timed out.
+static int wait_fd(int fd, short events, double until) {
+  for (;;) {
+    double left = until - now_ms(CLOCK_MONOTONIC);
+    if (left <= 0) return -1;
+    struct pollfd p = {.fd = fd, .events = events};
+    int r = poll(&p, 1, (int)left + 1);
+    if (r > 0) return 0;
+    if (r < 0 && errno != EINTR) return -1;
+  }
+}
+
+// Sends the request and reads the whole answer before `until` (monotonic ms). `why` says what failed.
+static enum outcome ask_agent(const struct route *route, const struct buf *req, struct buf *answer, double until, char *why, size_t size) {
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  if (strlen(route->socket) >= sizeof addr.sun_path) return snprintf(why, size, "ENAMETOOLONG"), UNREACHABLE;
+  strcpy(addr.sun_path, route->socket);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return snprintf(why, size, "%s", errno_name(errno)), UNREACHABLE;
+  enum outcome result = FAILED;
+  // a listener whose backlog is full (a stopped agent) makes a non-blocking connect say EAGAIN: retry until the deadline
+  while (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN && wait_fd(fd, POLLOUT, until) == 0) continue;
+    result = errno == EAGAIN ? TIMED_OUT : UNREACHABLE;
+    snprintf(why, size, "%s", errno == EAGAIN ? "timed out" : errno_name(errno));
+    close(fd);
+    return result;
+  }
+  struct ucred peer;
+  socklen_t peer_len = sizeof peer;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0 || (peer.uid != 0 && (long)peer.uid != route->uid)) {
+    char uid[32];
+    snprintf(uid, sizeof uid, "%ld", route->uid);
+    snprintf(why, size, "refusing it: the socket is served by uid %ld, which is neither root nor agent_uid (%s)",
+             peer_len == sizeof peer ? (long)peer.uid : -1L, route->uid < 0 ? "unset" : uid);
+    close(fd);
+    return REFUSED;
+  }
+  size_t sent = 0;
+  while (sent < req->len) {
+    ssize_t w = send(fd, req->data + sent, req->len - sent, MSG_NOSIGNAL);
+    if (w > 0) sent += (size_t)w;
+    else if (w < 0 && errno == EINTR) continue;
+    else if (w < 0 && errno == EAGAIN && wait_fd(fd, POLLOUT, until) == 0) continue;
+    else goto out;
+  }
+  shutdown(fd, SHUT_WR);
+  for (;;) {
+    if (answer->len > MAX_ANSWER_BYTES || reserve(answer, READ_CHUNK)) goto out;
+    ssize_t r = recv(fd, answer->data + answer->len, answer->cap - answer->len, 0);
+    if (r > 0) answer->len += (size_t)r;
+    else if (r == 0) break;
+    else if (errno == EINTR) continue;
+    else if (errno == EAGAIN && wait_fd(fd, POLLIN, until) == 0) continue;
+    else goto out;
+  }
+  result = ANSWERED;
+out:
+  if (result != ANSWERED) {
+    int timed_out = now_ms(CLOCK_MONOTONIC) >= until;
+    result = timed_out ? TIMED_OUT : FAILED;
+    snprintf(why, size, "%s", timed_out ? "timed out" : answer->len ? "answer is not JSON" : "closed without an answer");
   }
   close(fd);
-  return ok ? 0 : -1;
+  return result;
 }
 
 // "raw <exit code> <stdout bytes> <stderr bytes>\n" then both texts; anything else (the agent's
-// "fallback\n" included) is no answer.
+// "fallback\n" included) is no answer: -1.
 static int relay(const struct buf *answer) {
   char *nl = memchr(answer->data, '\n', answer->len);
   if (!nl || answer->len < 4 || memcmp(answer->data, "raw ", 4) != 0) return -1;
@@ -262,22 +358,50 @@ static int relay(const struct buf *answer) {
   return code;
 }
 
-int main(int argc, char **argv) {
-  (void)argc;
+// The agent gave no answer: code 11, or direct mode when that is allowed and possible.
+static int agent_failed(const struct route *route, enum outcome outcome, const char *why, const struct buf *in) {
+  char text[PATH_MAX + 1024], node[PATH_MAX];
+  int prefix = snprintf(text, sizeof text, "ipamkit agent at %s: %s", route->socket, why);
+  char *rest = text + prefix;
+  size_t room = sizeof text - (size_t)prefix;
+  if (outcome == TIMED_OUT) {
+    snprintf(rest, room, " after %g s (agent_timeout): the agent is hung or overloaded; it will not perform this call later", route->timeout_seconds);
+  } else if (outcome == UNREACHABLE && (route->required || !find_node(node, sizeof node))) {
+    snprintf(rest, room, ": the ipamkit agent (DaemonSet) is not running on this node%s%s", route->required ? " (agent_required)" : "",
+             route->required ? "" : "; direct mode needs Node.js on the host and \"node\" is not in PATH");
+  } else if (outcome == FAILED && (route->required || !find_node(node, sizeof node))) {
+    snprintf(rest, room, "%s", route->required ? " (agent_required)" : "; direct mode needs Node.js on the host and \"node\" is not in PATH");
+  } else if (outcome != REFUSED) {
+    char note[sizeof text + 64];
+    snprintf(note, sizeof note, "ipamkit: %s; running the call directly\n", text);
+    return run_direct(in, note);
+  }
+  return cni_error(in, 11, text);
+}
+
+int main(void) {
   const char *command = getenv("CNI_COMMAND");
-  if (!command || !*command || strcmp(command, "VERSION") == 0) return run_node(argv, NULL);
   static char in_space[STATIC_BYTES], request_space[STATIC_BYTES], answer_space[STATIC_BYTES];
   struct buf in = STATIC_BUF(in_space);
+  if (!command || !*command || strcmp(command, "VERSION") == 0) return answer_version(command, &in);
   if (read_stdin(&in)) {
     char text[160];
     snprintf(text, sizeof text, "stdin cannot be read: %s", strerror(errno));
     return cni_error(&in, 5, text);
   }
-  char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-  if (find_string_value(&in, "agent_socket", socket_path, sizeof socket_path) || socket_path[0] != '/') return run_node(argv, &in);
+  static struct route route;
+  decide_route(in.data, in.len, &route);
+  if (!route.agent) return run_direct(&in, NULL);
+  double until = now_ms(CLOCK_MONOTONIC) + route.timeout_seconds * 1000.0;
   struct buf req = STATIC_BUF(request_space), answer = STATIC_BUF(answer_space);
-  if (build_request(&req, socket_path, &in) || req.len > MAX_REQUEST_BYTES) return run_node(argv, &in);
-  if (ask_agent(socket_path, &req, &answer)) return run_node(argv, &in);
+  if (build_request(&req, route.socket, now_ms(CLOCK_REALTIME) + route.timeout_seconds * 1000.0, &in) || req.len > MAX_REQUEST_BYTES)
+    return agent_failed(&route, FAILED, "the request is too large", &in);
+  char why[256];
+  enum outcome outcome = ask_agent(&route, &req, &answer, until, why, sizeof why);
+  if (outcome != ANSWERED) return agent_failed(&route, outcome, why, &in);
   int code = relay(&answer);
-  return code < 0 ? run_node(argv, &in) : code;
+  if (code >= 0) return code;
+  // "fallback": the agent reads the config differently (its own flat file): direct mode decides
+  if (answer.len == 9 && memcmp(answer.data, "fallback\n", 9) == 0) return run_direct(&in, NULL);
+  return agent_failed(&route, FAILED, "answer is not a response of this protocol", &in);
 }

@@ -104,12 +104,22 @@ describe("the native forwarder with an agent", () => {
     expect(direct.json).toMatchObject({ ips: [{ address: "10.61.0.2/20" }] });
   });
 
-  it("hands a call to the Node forwarder when `agent_socket` is not where the Node forwarder reads it", async () => {
-    // outside the ipam block: the agent refuses the raw request, the Node forwarder runs it directly
+  it("reads `agent_socket` where the Node forwarder does: not outside the ipam block, but from the flat file", async () => {
+    // outside the ipam block: not an agent call at all (until 2026-12-07 the binary asked the agent, which refused it)
     const conf = netconf({ agent_socket: undefined }, { metadata: { agent_socket: socketPath() } });
     const r = await runPlugin(cniEnv("ADD", "m1"), conf);
     expect(r).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.61.0.1/20" }] } });
-    expect(await agentStats(socketPath())).toMatchObject({ requests: 0, raw: 0, fallbacks: 1 });
+    expect(await agentStats(socketPath())).toMatchObject({ requests: 0, raw: 0, fallbacks: 0 });
+    // in the flat file only (with escapes, and a second key of the same name: the last one wins, as in JSON.parse)
+    const flat = { agent_socket: "/nonexistent/first.sock", data_dir: "/nonexistent", agent_timeout: 5 };
+    writeFileSync(
+      join(dir, "whereabouts.conf"),
+      `${JSON.stringify(flat).slice(0, -1)},"agent\u005fsocket":${JSON.stringify(socketPath())}}`,
+    );
+    const viaFlat = await runPlugin(cniEnv("ADD", "m2"), netconf({ agent_socket: undefined }));
+    expect(viaFlat, viaFlat.stdout).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.61.0.2/20" }] } });
+    same(viaFlat, await runPlugin(cniEnv("ADD", "m2"), netconf({ agent_socket: undefined }), PLUGIN_NODE));
+    expect(await agentStats(socketPath())).toMatchObject({ requests: 2, raw: 1, fallbacks: 0 });
   });
 });
 
@@ -132,7 +142,7 @@ describe("the native forwarder without an agent", () => {
     same(required, await runPlugin(cniEnv("ADD", "v3"), netconf({ agent_required: true }), PLUGIN_NODE));
   });
 
-  describe("when the socket gives no usable answer, the Node forwarder takes the call (and gets none either)", () => {
+  describe("when the socket gives no usable answer, the call runs directly (the route is not decided again)", () => {
     let server: Server | undefined;
     afterEach(async () => {
       await new Promise((r) => server?.close(r));
@@ -162,11 +172,12 @@ describe("the native forwarder without an agent", () => {
       it(what, async () => {
         const requests = await answering(reply);
         const r = await runPlugin(cniEnv("ADD", "g1"), netconf());
-        // the native request, then the Node forwarder's own (JSON) request, then direct mode
-        expect(requests).toHaveLength(2);
+        // the native request, then direct mode: the Node forwarder does not ask the agent a second time
+        expect(requests).toHaveLength(1);
         expect(JSON.parse(requests[0] ?? "")).toMatchObject({ v: 1, frame: "raw", socket: socketPath(), env: { CNI_COMMAND: "ADD" } });
-        expect(JSON.parse(requests[1] ?? "").frame).toBeUndefined();
-        expect(r.stderr).toMatch(/running the call directly/);
+        expect(JSON.parse(requests[0] ?? "").deadline).toBeGreaterThan(Date.now());
+        // `fallback` is the agent saying the call is not its own: direct mode, without a complaint
+        if (what !== "`fallback`") expect(r.stderr).toMatch(/running the call directly/);
         expect(r.json).toMatchObject({ ips: [{ address: "10.61.0.1/20" }] });
       });
     }

@@ -49,8 +49,13 @@ it("sends only CNI_* variables and returns the answer", async () => {
     seen = JSON.parse(request);
     return '{"v":1,"exitCode":0,"stdout":"{}\\n","stderr":""}\n';
   });
+  const before = Date.now();
   expect(await call(path)).toEqual({ v: 1, exitCode: 0, stdout: "{}\n", stderr: "" });
-  expect(seen).toEqual({ v: 1, env: { CNI_COMMAND: "ADD" }, stdin: "{}" });
+  // and the call's deadline: 25 s from now by default
+  expect(seen).toEqual({ v: 1, env: { CNI_COMMAND: "ADD" }, stdin: "{}", deadline: expect.any(Number) });
+  const { deadline } = seen as { deadline: number };
+  expect(deadline).toBeGreaterThanOrEqual(before + 25_000);
+  expect(deadline).toBeLessThanOrEqual(Date.now() + 25_000);
   expect(cniEnvOf({ CNI_A: "1", CNI_B: undefined, X: "2" })).toEqual({ CNI_A: "1" });
 });
 
@@ -68,5 +73,5 @@ it("nothing listening is 'unreachable'; a bad or missing answer is 'failed'; a s
   const silentPath = join(dir, "silent.sock");
   server = createServer({ allowHalfOpen: true }, (socket) => void open.add(socket));
   await new Promise<void>((r) => server?.listen(silentPath, r));
-  await expect(call(silentPath, 300)).rejects.toMatchObject({ kind: "failed", message: expect.stringContaining("timed out") });
+  await expect(call(silentPath, 300)).rejects.toMatchObject({ kind: "timeout", message: expect.stringContaining("timed out") });
 });

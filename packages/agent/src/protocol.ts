@@ -25,6 +25,11 @@ export interface AgentRequest {
   readonly frame?: "raw";
   /** With frame "raw": the agent_socket the forwarder found in stdin and connected to. */
   readonly socket?: string;
+  /**
+   * When the caller stops waiting (epoch milliseconds, this host's clock). The agent does not start
+   * a call past it, and undoes an ADD that finished too late to be answered in time (server.ts).
+   */
+  readonly deadline?: number;
 }
 
 /** Asks for the agent's counters instead of running a CNI call; the answer's stdout is AgentStats JSON. */
@@ -56,6 +61,8 @@ export function requestProblem(value: unknown): string | undefined {
   if (typeof r.stdin !== "string") return "stdin must be a string";
   if (r.frame !== undefined && r.frame !== "raw") return `unknown frame ${JSON.stringify(r.frame)}`;
   if (r.frame === "raw" && typeof r.socket !== "string") return "a raw-frame request must name its socket";
+  if (r.deadline !== undefined && !(typeof r.deadline === "number" && Number.isFinite(r.deadline)))
+    return "deadline must be a number (epoch ms)";
   if (typeof r.env !== "object" || r.env === null || Array.isArray(r.env)) return "env must be an object";
   for (const [name, v] of Object.entries(r.env)) {
     if (!name.startsWith("CNI_")) return `env may hold only CNI_* variables, not ${JSON.stringify(name)}`;

@@ -5,6 +5,7 @@ import { CNI_CODES, CniError, type ConfigFs, createConfigCache, dispatch, errorJ
 import { agentSettings, memoizedFs } from "@ipamkit/cni/agent-settings";
 import type { IpamStore } from "@ipamkit/core";
 import pino, { type Logger } from "pino";
+import { expiredAnswer, expiredError, lateAnswer, pastDeadline, UNDO_MARGIN_MS, within } from "./deadline.js";
 import { KeyedQueue } from "./pool-queue.js";
 import {
   type AgentRequest,
@@ -27,6 +28,10 @@ export interface AgentOptions {
   fs?: ConfigFs;
   /** This node's name for per-node blocks when a config sets no `node_name` (default: the host name). */
   nodeName?: string;
+  /** A connection that has not sent its whole request after this long is closed (default 10 000 ms). */
+  idleTimeoutMs?: number;
+  /** close() waits this long at most for the calls in flight (default 10 000 ms). */
+  drainTimeoutMs?: number;
 }
 
 export interface AgentStats {
@@ -44,12 +49,21 @@ export interface AgentStats {
   conflicts: number;
   /** Calls whose config was answered from the agent's config cache / prepared afresh. */
   configs: { cached: number; prepared: number };
+  /** Calls not performed because their caller's deadline had passed. */
+  expired: number;
+  /** ADDs that finished past their caller's deadline and were undone (released again). */
+  undone: number;
+  /** Connections closed for sending no whole request within the idle timeout. */
+  idleClosed: number;
 }
 
 export interface Agent {
   readonly socketPath: string;
   stats(): AgentStats;
-  /** Stops accepting, lets calls in flight finish, closes the stores and removes the socket. */
+  /**
+   * Stops accepting, closes idle connections, lets calls in flight finish (drainTimeoutMs at most),
+   * closes the stores and removes the socket.
+   */
   close(): Promise<void>;
 }
 
@@ -80,8 +94,15 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     stores: 0,
     conflicts: 0,
     configs: { cached: 0, prepared: 0 },
+    expired: 0,
+    undone: 0,
+    idleClosed: 0,
   };
   const inFlight = new Set<Promise<void>>();
+  const connections = new Set<Socket>();
+  /** Connections whose call runs: close() waits for them; every other one is closed at once. */
+  const working = new Set<Socket>();
+  let closing = false;
   const snapshot = (): AgentStats => ({
     ...stats,
     byExitCode: { ...stats.byExitCode },
@@ -91,7 +112,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   });
 
   /** Runs one CNI call exactly as the binary would, with stores borrowed from the cache. */
-  async function answer(env: Record<string, string>, stdin: string, callFs: ConfigFs): Promise<AgentResponse> {
+  async function answer(env: Record<string, string>, stdin: string, callFs: ConfigFs, deadline?: number): Promise<AgentResponse> {
     let stdout = "";
     let stderr = "";
     const started = performance.now();
@@ -111,6 +132,12 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         // before the queue: a call waiting there may be one whose binary gave up and went direct
         stores.note(config);
         const release = await queue.acquire(poolKey(config));
+        // the last moment before any store work: a call whose caller gave up is not performed
+        if (pastDeadline(deadline)) {
+          release();
+          stats.expired++;
+          throw expiredError(deadline);
+        }
         try {
           return await stores.borrow(config, release);
         } catch (error) {
@@ -119,6 +146,16 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         }
       },
     });
+    if (exitCode === 0 && env.CNI_COMMAND === "ADD" && pastDeadline(deadline, UNDO_MARGIN_MS)) {
+      // finished too late for the caller to hear it: the runtime was told it failed, so release it again
+      const undo = await answer({ ...env, CNI_COMMAND: "DEL" }, stdin, callFs);
+      stats.undone++;
+      logger.warn(
+        { containerId: env.CNI_CONTAINERID, ifName: env.CNI_IFNAME, undo: undo.exitCode },
+        "ADD finished past its deadline: undone",
+      );
+      return lateAnswer(stdin, undo.exitCode === 0);
+    }
     stats.byExitCode[exitCode] = (stats.byExitCode[exitCode] ?? 0) + 1;
     logger.debug(
       {
@@ -163,7 +200,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       if ((request as { op?: string }).op === "stats") {
         return respond({ v: PROTOCOL_VERSION, exitCode: 0, stdout: JSON.stringify(snapshot()), stderr: "" });
       }
-      const { env, stdin, frame, socket: named } = request as AgentRequest;
+      const { env, stdin, frame, socket: named, deadline } = request as AgentRequest;
       // the flat file is read once per call, by the routing check and the plugin alike
       const callFs = memoizedFs(fs);
       if (frame === "raw") {
@@ -176,9 +213,15 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         stats.raw++;
       }
       stats.requests++;
+      if (pastDeadline(deadline)) {
+        // read only now: the agent was stopped (SIGSTOP) or overloaded while the caller waited
+        stats.expired++;
+        logger.warn({ command: env.CNI_COMMAND, containerId: env.CNI_CONTAINERID }, "call past its deadline: not performed");
+        return respond(expiredAnswer(stdin, deadline));
+      }
       stats.inFlight++;
       try {
-        respond(await answer(env, stdin, callFs));
+        respond(await answer(env, stdin, callFs, deadline));
       } catch (error) {
         // dispatch answers every error itself; this is a bug, reported as one
         logger.error({ err: error }, "unexpected failure");
@@ -194,10 +237,25 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     };
     const start = () => {
       if (done) return;
+      socket.setTimeout(0);
+      working.add(socket);
       const task = handle();
       inFlight.add(task);
-      void task.finally(() => inFlight.delete(task));
+      void task.finally(() => {
+        inFlight.delete(task);
+        working.delete(socket);
+      });
     };
+    if (closing) return void socket.destroy();
+    connections.add(socket);
+    socket.on("close", () => connections.delete(socket));
+    // a client that connects and sends nothing (or not all) must not hold a connection forever
+    socket.setTimeout(options.idleTimeoutMs ?? 10_000, () => {
+      if (working.has(socket) || done) return;
+      stats.idleClosed++;
+      logger.debug("idle connection closed");
+      socket.destroy();
+    });
     socket.on("data", (chunk: string) => {
       if (done) return;
       text += chunk;
@@ -233,9 +291,15 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     socketPath,
     stats: snapshot,
     async close() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await Promise.allSettled([...inFlight]);
-      await stores.closeAll();
+      closing = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of connections) if (!working.has(socket)) socket.destroy();
+      const drained = await within(Promise.allSettled([...inFlight]), options.drainTimeoutMs ?? 10_000);
+      if (!drained) logger.warn({ inFlight: inFlight.size }, "calls still in flight after the drain timeout: stopping anyway");
+      // answers written: give them a moment to leave, then close whatever is left
+      await within(closed, 1_000);
+      for (const socket of connections) socket.destroy();
+      await within(stores.closeAll(), 5_000);
       try {
         unlinkSync(socketPath);
       } catch {

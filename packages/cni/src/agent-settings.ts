@@ -4,6 +4,20 @@ import type { ConfigFs } from "./types.js";
 export interface AgentSettings {
   socket: string;
   required: boolean;
+  /** `agent_timeout`: the whole call's bound in seconds, when set and valid (else AGENT_TIMEOUT_DEFAULT_SECONDS). */
+  timeoutSeconds?: number;
+  /** `agent_uid`: besides root, the uid the agent may run as. */
+  uid?: number;
+}
+
+/** A call through the agent is answered within this many seconds unless `agent_timeout` says otherwise (kubelet allows ~4 min per sandbox, but retries sooner). */
+export const AGENT_TIMEOUT_DEFAULT_SECONDS = 25;
+/** The largest `agent_timeout`: kubelet's budget for a CNI call is of this order. */
+export const AGENT_TIMEOUT_MAX_SECONDS = 30;
+
+/** A valid `agent_timeout` value: a number of seconds in (0, AGENT_TIMEOUT_MAX_SECONDS]. */
+export function isAgentTimeout(value: unknown): value is number {
+  return typeof value === "number" && value > 0 && value <= AGENT_TIMEOUT_MAX_SECONDS;
 }
 
 /**
@@ -60,5 +74,12 @@ export function agentSettings(stdin: string, fs: ConfigFs): AgentSettings | unde
   const socket = pick("agent_socket");
   const required = pick("agent_required");
   if (typeof socket !== "string" || !socket.startsWith("/")) return undefined;
-  return { socket, required: required === true };
+  const timeout = pick("agent_timeout");
+  const uid = pick("agent_uid");
+  return {
+    socket,
+    required: required === true,
+    ...(isAgentTimeout(timeout) ? { timeoutSeconds: timeout } : {}),
+    ...(Number.isSafeInteger(uid) && (uid as number) >= 0 ? { uid: uid as number } : {}),
+  };
 }

@@ -114,6 +114,9 @@ const ipamShape = {
   ),
   agent_socket: opt(z.string().check(z.refine((path: string) => path.startsWith("/"), { error: "must be an absolute path" }))),
   agent_required: opt(z.boolean()),
+  // seconds (0, 30]: the bound of a call through the agent (agent-settings.ts)
+  agent_timeout: opt(z.number().check(z.positive(), z.lte(30))),
+  agent_uid: opt(z.int().check(z.nonnegative())),
 };
 
 /** The flat file and the merged result: any key may be absent. Unknown keys are rejected. */

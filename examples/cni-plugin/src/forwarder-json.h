@@ -1,0 +1,184 @@
+// A small strict JSON reader for src/forwarder.c: it accepts what JSON.parse accepts (RFC 8259,
+// whitespace space/tab/CR/LF only), finds a member of an object (the last one of that name wins,
+// as in JSON.parse) and decodes strings to UTF-8. No allocation: every result points into the text.
+#ifndef IPAMKIT_FORWARDER_JSON_H
+#define IPAMKIT_FORWARDER_JSON_H
+#include <stddef.h>
+#include <string.h>
+
+// Deeper documents are treated as unreadable (JSON.parse goes further; no CNI config comes close).
+#define JSON_MAX_DEPTH 512
+
+static const char *json_ws(const char *p, const char *end) {
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+  return p;
+}
+
+static int json_hex(const char *p, const char *end, unsigned *out) {
+  unsigned v = 0;
+  if (end - p < 4) return -1;
+  for (int i = 0; i < 4; i++) {
+    char c = p[i];
+    v <<= 4;
+    if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
+    else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
+    else return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+// The end of the string starting at p (at its opening quote), just past the closing quote; NULL if invalid.
+static const char *json_skip_string(const char *p, const char *end) {
+  if (p >= end || *p != '"') return NULL;
+  for (p++; p < end; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (c == '"') return p + 1;
+    if (c < 0x20) return NULL;
+    if (c != '\\') continue;
+    if (++p >= end) return NULL;
+    unsigned u;
+    if (*p == 'u') {
+      if (json_hex(p + 1, end, &u)) return NULL;
+      p += 4;
+    } else if (!strchr("\"\\/bfnrt", *p)) {
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+static const char *json_skip_number(const char *p, const char *end) {
+  if (p < end && *p == '-') p++;
+  if (p >= end) return NULL;
+  if (*p == '0') p++;
+  else if (*p >= '1' && *p <= '9')
+    while (p < end && *p >= '0' && *p <= '9') p++;
+  else return NULL;
+  if (p < end && *p == '.') {
+    const char *digits = ++p;
+    while (p < end && *p >= '0' && *p <= '9') p++;
+    if (p == digits) return NULL;
+  }
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    p++;
+    if (p < end && (*p == '+' || *p == '-')) p++;
+    const char *digits = p;
+    while (p < end && *p >= '0' && *p <= '9') p++;
+    if (p == digits) return NULL;
+  }
+  return p;
+}
+
+// The end of the value starting at p (no leading whitespace); NULL if it is not valid JSON.
+static const char *json_skip_value(const char *p, const char *end, int depth) {
+  if (p >= end || depth > JSON_MAX_DEPTH) return NULL;
+  static const char *const words[] = {"true", "false", "null"};
+  for (int i = 0; i < 3; i++) {
+    size_t n = strlen(words[i]);
+    if ((size_t)(end - p) >= n && memcmp(p, words[i], n) == 0) return p + n;
+  }
+  if (*p == '"') return json_skip_string(p, end);
+  if (*p != '{' && *p != '[') return json_skip_number(p, end);
+  char close = *p == '{' ? '}' : ']';
+  p = json_ws(p + 1, end);
+  if (p < end && *p == close) return p + 1;
+  for (;;) {
+    if (close == '}') {
+      p = json_skip_string(p, end);
+      if (!p) return NULL;
+      p = json_ws(p, end);
+      if (p >= end || *p != ':') return NULL;
+      p = json_ws(p + 1, end);
+    }
+    p = json_skip_value(p, end, depth + 1);
+    if (!p) return NULL;
+    p = json_ws(p, end);
+    if (p < end && *p == ',') p = json_ws(p + 1, end);
+    else if (p < end && *p == close) return p + 1;
+    else return NULL;
+  }
+}
+
+// Where the document's single value starts, or NULL when the text is not one JSON document.
+static const char *json_document(const char *p, size_t n) {
+  const char *end = p + n;
+  const char *start = json_ws(p, end);
+  const char *after = json_skip_value(start, end, 0);
+  return after && json_ws(after, end) == end ? start : NULL;
+}
+
+// Decodes the string at p (valid, at its opening quote) to UTF-8 in out (NUL-terminated); -1 when
+// it does not fit. A lone surrogate becomes U+FFFD, as a decoder that must produce UTF-8 does.
+static int json_decode_string(const char *p, const char *end, char *out, size_t size) {
+  size_t n = 0;
+  for (p++; p < end && *p != '"'; p++) {
+    unsigned cp = (unsigned char)*p;
+    int raw = 1;
+    if (*p == '\\') {
+      p++;
+      raw = 0;
+      switch (*p) {
+        case 'b': cp = '\b'; break;
+        case 'f': cp = '\f'; break;
+        case 'n': cp = '\n'; break;
+        case 'r': cp = '\r'; break;
+        case 't': cp = '\t'; break;
+        case 'u': {
+          json_hex(p + 1, end, &cp);
+          p += 4;
+          unsigned low;
+          if (cp >= 0xD800 && cp < 0xDC00 && end - p > 6 && p[1] == '\\' && p[2] == 'u' && !json_hex(p + 3, end, &low) && low >= 0xDC00 &&
+              low < 0xE000) {
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            p += 6;
+          } else if (cp >= 0xD800 && cp < 0xE000) {
+            cp = 0xFFFD;
+          }
+          break;
+        }
+        default: cp = (unsigned char)*p;
+      }
+    }
+    char utf8[4];
+    size_t len = 1;
+    if (raw || cp < 0x80) utf8[0] = (char)cp;
+    else if (cp < 0x800) utf8[0] = (char)(0xC0 | cp >> 6), utf8[1] = (char)(0x80 | (cp & 0x3F)), len = 2;
+    else if (cp < 0x10000)
+      utf8[0] = (char)(0xE0 | cp >> 12), utf8[1] = (char)(0x80 | ((cp >> 6) & 0x3F)), utf8[2] = (char)(0x80 | (cp & 0x3F)), len = 3;
+    else
+      utf8[0] = (char)(0xF0 | cp >> 18), utf8[1] = (char)(0x80 | ((cp >> 12) & 0x3F)), utf8[2] = (char)(0x80 | ((cp >> 6) & 0x3F)),
+      utf8[3] = (char)(0x80 | (cp & 0x3F)), len = 4;
+    if (n + len + 1 > size) return -1;
+    memcpy(out + n, utf8, len);
+    n += len;
+  }
+  out[n] = '\0';
+  return 0;
+}
+
+// In the (valid) value at p: when it is an object, where its last member named `key` starts; else NULL.
+static const char *json_member(const char *p, const char *end, const char *key) {
+  if (!p || p >= end || *p != '{') return NULL;
+  const char *found = NULL;
+  p = json_ws(p + 1, end);
+  while (p < end && *p == '"') {
+    const char *name_end = json_skip_string(p, end);
+    char name[64];
+    int match = json_decode_string(p, end, name, sizeof name) == 0 && strcmp(name, key) == 0;
+    p = json_ws(json_ws(name_end, end) + 1, end);
+    if (match) found = p;
+    p = json_ws(json_skip_value(p, end, 1), end);
+    if (p < end && *p == ',') p = json_ws(p + 1, end);
+  }
+  return found;
+}
+
+// The value at p is the JSON string s (decoded): 1, else 0.
+static int json_is_string(const char *p, const char *end, const char *s) {
+  char text[256];
+  return p && p < end && *p == '"' && json_decode_string(p, end, text, sizeof text) == 0 && strcmp(text, s) == 0;
+}
+
+#endif

@@ -1,0 +1,59 @@
+import { CNI_CODES, CniError, errorJson } from "@ipamkit/cni";
+import { type AgentResponse, PROTOCOL_VERSION } from "./protocol.js";
+
+// The caller's deadline (AgentRequest.deadline): a call whose caller stopped waiting is not
+// performed, and an ADD that finished too late to be heard is undone.
+
+/**
+ * An ADD answered later than this before the deadline may not reach its caller in time: it is
+ * undone instead (the caller reports a failure, so the runtime does not count on the address).
+ */
+export const UNDO_MARGIN_MS = 250;
+
+export function pastDeadline(deadline: number | undefined, marginMs = 0): boolean {
+  return deadline !== undefined && Date.now() > deadline - marginMs;
+}
+
+export function expiredError(deadline: number | undefined): CniError {
+  const late = deadline === undefined ? 0 : Date.now() - deadline;
+  return new CniError(
+    CNI_CODES.TRY_AGAIN_LATER,
+    `ipamkit agent: the caller stopped waiting ${late} ms ago (its deadline passed): the call was not performed`,
+  );
+}
+
+/** The config's cniVersion, for an error answered before the plugin read it. */
+function versionOf(stdin: string): string {
+  try {
+    const v = (JSON.parse(stdin) as { cniVersion?: unknown }).cniVersion;
+    if (typeof v === "string" && v !== "") return v;
+  } catch {
+    // the default below
+  }
+  return "1.1.0";
+}
+
+export function expiredAnswer(stdin: string, deadline: number | undefined): AgentResponse {
+  return { v: PROTOCOL_VERSION, exitCode: 1, stdout: errorJson(expiredError(deadline), versionOf(stdin)), stderr: "" };
+}
+
+export function lateAnswer(stdin: string, undone: boolean): AgentResponse {
+  const error = new CniError(
+    CNI_CODES.TRY_AGAIN_LATER,
+    `ipamkit agent: the ADD finished past the caller's deadline and was ${undone ? "undone" : "not undone (its DEL failed; the runtime's DEL or the reconciler releases it)"}`,
+  );
+  return { v: PROTOCOL_VERSION, exitCode: 1, stdout: errorJson(error, versionOf(stdin)), stderr: "" };
+}
+
+/** Whether `work` settled within `ms` (it keeps running either way). */
+export async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => true), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
