@@ -76,6 +76,7 @@ if (job === "demo") {
   // proxy once per machine (~9 min cold on 2 cores), cached outside the repository; a no-op after.
   const checks = [
     ["kube-apiserver binaries", ["bash", "test-infra/kube-apiserver/build.sh"]],
+    ["Whereabouts binary", ["bash", "test-infra/whereabouts/build.sh"]],
     ["build", ["turbo", "run", "build"]],
     ["exports", ["node", "scripts/check-exports.mjs"]],
     ["typecheck", ["turbo", "run", "typecheck"]],
