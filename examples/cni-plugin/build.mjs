@@ -8,7 +8,7 @@
 // only for datastore "kubernetes") and dist/ipamkit-agent (the agent, shebang); and V8's code
 // cache for each of the two store bundles (<bundle>.v8cache).
 import { spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { build } from "esbuild";
@@ -116,21 +116,24 @@ async function generatedDefines() {
   ];
 }
 
-rmSync("dist", { recursive: true, force: true });
-mkdirSync("dist");
+// built beside dist/ and swapped in whole at the end: a concurrent build (another test run in the
+// same tree) never sees, nor leaves, a half-written dist/
+const out = `dist.build-${process.pid}`;
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out);
 // dist/ipamkit-node is only the Node forwarder (~4 KB); the plugin itself is dist/ipamkit-direct.cjs
-await bundle({ entryPoints: ["src/main.ts"], outfile: "dist/ipamkit-node", banner: { js: "#!/usr/bin/env node" } });
-await bundle({ entryPoints: ["src/direct.ts"], outfile: "dist/ipamkit-direct.cjs" });
-await bundle({ entryPoints: ["src/kubernetes.ts"], outfile: "dist/ipamkit-kubernetes.cjs" });
-await bundle({ entryPoints: ["src/etcd.ts"], outfile: "dist/ipamkit-etcd.cjs", plugins: [etcdSchemaInline] });
+await bundle({ entryPoints: ["src/main.ts"], outfile: `${out}/ipamkit-node`, banner: { js: "#!/usr/bin/env node" } });
+await bundle({ entryPoints: ["src/direct.ts"], outfile: `${out}/ipamkit-direct.cjs` });
+await bundle({ entryPoints: ["src/kubernetes.ts"], outfile: `${out}/ipamkit-kubernetes.cjs` });
+await bundle({ entryPoints: ["src/etcd.ts"], outfile: `${out}/ipamkit-etcd.cjs`, plugins: [etcdSchemaInline] });
 // the node-local agent: same store loading (the etcd and Kubernetes bundles above), plus pino
 await bundle({
   entryPoints: ["src/agent.ts"],
-  outfile: "dist/ipamkit-agent",
+  outfile: `${out}/ipamkit-agent`,
   banner: { js: "#!/usr/bin/env node" },
 });
-chmodSync("dist/ipamkit-node", 0o755);
-chmodSync("dist/ipamkit-agent", 0o755);
+chmodSync(`${out}/ipamkit-node`, 0o755);
+chmodSync(`${out}/ipamkit-agent`, 0o755);
 // static: the file is copied onto hosts whose C library is not the build image's. musl (Debian's
 // musl-tools) when present: a static musl program starts with ~12 page faults where static glibc
 // takes ~35, half the CPU of every call on a VM (BENCHMARKS.md, "The CNI process"); CC overrides.
@@ -139,7 +142,7 @@ const cc = process.env.CC ?? (hasMusl ? "musl-gcc" : "cc");
 if (process.env.CC === undefined && !hasMusl) console.warn("build: no musl-gcc (musl-tools); dist/ipamkit is linked with glibc");
 const compiled = spawnSync(
   cc,
-  ["-O2", "-Wall", "-Wextra", "-Werror", "-static", "-s", ...(await generatedDefines()), "-o", "dist/ipamkit", "src/forwarder.c"],
+  ["-O2", "-Wall", "-Wextra", "-Werror", "-static", "-s", ...(await generatedDefines()), "-o", `${out}/ipamkit`, "src/forwarder.c"],
   {
     stdio: "inherit",
   },
@@ -147,19 +150,36 @@ const compiled = spawnSync(
 if (compiled.error?.code === "ENOENT") {
   // without a C compiler the Node forwarder is the binary: every call works, each costs a Node start
   console.warn(`build: no C compiler (${cc}); dist/ipamkit is the Node forwarder — install gcc for the native one`);
-  copyFileSync("dist/ipamkit-node", "dist/ipamkit");
-  chmodSync("dist/ipamkit", 0o755);
+  copyFileSync(`${out}/ipamkit-node`, `${out}/ipamkit`);
+  chmodSync(`${out}/ipamkit`, 0o755);
 } else if (compiled.status !== 0) {
   throw new Error(`build: ${cc} failed on src/forwarder.c`);
 }
 // keeps the extensionless file CommonJS inside this ESM workspace package
-writeFileSync("dist/package.json", '{"type":"commonjs"}\n');
+writeFileSync(`${out}/package.json`, '{"type":"commonjs"}\n');
 // V8's code cache for the store bundles (src/bundle-loader.ts), made by this Node with no V8 flags
 // — a Node that differs rejects it and compiles from source
-await bundle({ entryPoints: ["src/write-code-cache.ts"], outfile: "dist/.write-code-cache.cjs" });
-const cached = spawnSync(process.execPath, ["dist/.write-code-cache.cjs", "dist/ipamkit-kubernetes.cjs", "dist/ipamkit-etcd.cjs"], {
+await bundle({ entryPoints: ["src/write-code-cache.ts"], outfile: `${out}/.write-code-cache.cjs` });
+const cached = spawnSync(process.execPath, [`${out}/.write-code-cache.cjs`, `${out}/ipamkit-kubernetes.cjs`, `${out}/ipamkit-etcd.cjs`], {
   stdio: "inherit",
   env: { ...process.env, NODE_OPTIONS: "" },
 });
-rmSync("dist/.write-code-cache.cjs");
+rmSync(`${out}/.write-code-cache.cjs`);
 if (cached.status !== 0) throw new Error("build: writing the code caches of dist/ipamkit-kubernetes.cjs and dist/ipamkit-etcd.cjs failed");
+const old = `dist.old-${process.pid}`;
+for (let attempt = 1; ; attempt++) {
+  try {
+    renameSync("dist", old);
+  } catch (error) {
+    if (error.code !== "ENOENT") throw error;
+  }
+  try {
+    renameSync(out, "dist");
+    break;
+  } catch (error) {
+    // another build put its dist/ in place in between: move that one aside too
+    if ((error.code !== "ENOTEMPTY" && error.code !== "EEXIST") || attempt === 5) throw error;
+  }
+  rmSync(old, { recursive: true, force: true });
+}
+rmSync(old, { recursive: true, force: true });
