@@ -4,8 +4,8 @@ import { claimAddress } from "./claims.js";
 import { delegatingStore } from "./delegating-store.js";
 import { IpamError, StoreUnavailableError } from "./errors.js";
 import { formatIp, ipAt, parseCidr } from "./ip.js";
-import { createIpam } from "./ipam.js";
-import { attachmentKey } from "./key.js";
+import { createIpam, type Ipam } from "./ipam.js";
+import { type AttachmentKey, attachmentKey, formatKey } from "./key.js";
 import { createMemoryStore } from "./memory-store.js";
 import { withOwnClaimMemory } from "./own-claims.js";
 import { parseRange } from "./range.js";
@@ -58,6 +58,31 @@ function client(inner: IpamStore, rng: () => number, crashAt: number | undefined
   return store;
 }
 
+/** Every reservation of every pool: its key and its pool's CIDR. */
+async function heldKeys(store: IpamStore): Promise<{ key: AttachmentKey; cidr: string }[]> {
+  const out: { key: AttachmentKey; cidr: string }[] = [];
+  for (const ref of await store.listPools()) {
+    for (const r of (await store.readPool(ref))?.pool.reservations() ?? []) out.push({ key: r.key, cidr: ref.cidr });
+  }
+  return out;
+}
+
+/** Every claim names the pool and key of the entry holding its address, and every entry has its claim. */
+async function expectClaimsMatchPools(store: IpamStore): Promise<void> {
+  const entries = new Map<string, string>();
+  for (const ref of await store.listPools()) {
+    for (const r of (await store.readPool(ref))?.pool.reservations() ?? []) {
+      entries.set(formatIp(ipAt(parseCidr(ref.cidr), r.offset)), `${ref.cidr} ${formatKey(r.key)}`);
+    }
+  }
+  const claims = new Map<string, string>();
+  for (const ref of await store.listClaims("")) {
+    const stored = await store.readClaim(ref);
+    if (stored !== undefined) claims.set(ref.address, `${stored.claim.pool.cidr} ${formatKey(stored.claim.key)}`);
+  }
+  expect(Object.fromEntries(claims), "claims (address → pool key)").toEqual(Object.fromEntries(entries));
+}
+
 const ranges = [parseRange({ range: "10.0.0.0/28" }), parseRange({ range: "10.0.0.0/29" }), parseRange({ range: "10.0.0.4/30" })];
 
 describe.each([
@@ -94,6 +119,9 @@ describe.each([
             return (s & 0xffff) / 0x10000;
           };
           const shared = createMemoryStore(storeOptions);
+          let crashed = false;
+          /** Each key's first client that cannot crash: it releases what is left at the end. */
+          const survivors = new Map<string, Ipam>();
           await Promise.all(
             actors.map(async (actor, n) => {
               const own = client(shared, rng, actor.crashAt);
@@ -108,11 +136,28 @@ describe.each([
               try {
                 await ipam.allocate(input as never);
                 if (actor.release) await ipam.release(input as never);
+                if (actor.crashAt === undefined && !survivors.has(formatKey(input.key))) survivors.set(formatKey(input.key), ipam);
               } catch (error) {
-                if (!(error instanceof Crash) && !(error instanceof IpamError && error.code === "RANGE_EXHAUSTED")) throw error;
+                if (error instanceof Crash) crashed = true;
+                else if (!(error instanceof IpamError && error.code === "RANGE_EXHAUSTED")) throw error;
               }
             }),
           );
+          if (!crashed) {
+            // No dangling claims for anyone: at quiescence every claim names exactly its entry, and every entry has its claim.
+            await expectClaimsMatchPools(shared);
+            // every key still held released at once, each by a client that held it: then no claim is left
+            const left = await heldKeys(shared);
+            await Promise.all(
+              left.map(({ key, cidr }) => {
+                const range = ranges.find((r) => r.cidr.text === cidr) as (typeof ranges)[number];
+                const ipam = survivors.get(formatKey(key)) ?? createIpam({ store: client(shared, rng, undefined) });
+                return ipam.release({ ranges: [range], key });
+              }),
+            );
+            expect(await heldKeys(shared)).toEqual([]);
+            expect(await shared.listClaims("")).toEqual([]);
+          }
           // Safety: no address held by two pools.
           const holders = new Map<string, string>();
           for (const ref of await shared.listPools()) {

@@ -1,6 +1,5 @@
 import { StoreConflictError } from "./errors.js";
 import { formatIp, ipAt, parseCidr, parseIp } from "./ip.js";
-import { type AttachmentKey, sameKey } from "./key.js";
 import { Pool } from "./pool.js";
 import {
   type Claim,
@@ -108,33 +107,33 @@ export async function readClaimsThrough(
 }
 
 /**
- * Each claim's version when it names exactly this pool and its key (undefined otherwise), the
- * claims read together (`readClaimsOf`); read by a release *before* it writes the pool, so that
- * the later delete fails if anybody (even an ADD of the same key) claimed the address again in
- * between.
+ * Each claim's version when it names this pool (undefined otherwise), the claims read together
+ * (`readClaimsOf`); read by a release *before* it writes the pool, so that the later delete fails
+ * if anybody (even an ADD of the same key) claimed the address again in between. A claim naming
+ * this pool for another key than the one released is deleted too: the pool holds the address for
+ * the released key as read, so that claim is an allocation's that lost its race (its pool write
+ * was made at a version without our entry, and fails) or one left by a crash — a leak either way.
  */
 export async function ownClaimVersions(
   store: IpamStore,
-  claims: readonly { ref: ClaimRef; key: AttachmentKey }[],
+  claims: readonly { ref: ClaimRef }[],
   pool: PoolRef,
 ): Promise<(Version | undefined)[]> {
   const read = await readClaimsOf(
     store,
     claims.map((c) => c.ref),
   );
-  return claims.map((c, i) => {
-    const existing = read[i];
-    if (existing === undefined || !samePoolRef(existing.claim.pool, pool) || !sameKey(existing.claim.key, c.key)) return undefined;
-    return existing.version;
-  });
+  return read.map((existing) => (existing === undefined || !samePoolRef(existing.claim.pool, pool) ? undefined : existing.version));
 }
 
-/** Deletes the claim only if unchanged since `version` was read; a changed claim belongs to somebody else now. */
-export async function dropClaim(store: IpamStore, ref: ClaimRef, version: Version): Promise<void> {
+/** Deletes the claim only if unchanged since `version` was read (true); a changed claim belongs to somebody else now (false). */
+export async function dropClaim(store: IpamStore, ref: ClaimRef, version: Version): Promise<boolean> {
   try {
     await store.deleteClaim(ref, version);
+    return true;
   } catch (error) {
     if (!(error instanceof StoreConflictError)) throw error;
+    return false;
   }
 }
 

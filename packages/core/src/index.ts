@@ -11,6 +11,8 @@ export type {
 export { allocate, allocateAll, findFree, release, releaseIf } from "./allocator.js";
 export type { BlockPool, NodeBlockIpam, NodeBlockIpamOptions } from "./block-ipam.js";
 export { createNodeBlockIpam } from "./block-ipam.js";
+export type { ClaimRepair, RepairClaimOptions } from "./claim-repair.js";
+export { claimMatches, claimOf, holderAt, repairClaim } from "./claim-repair.js";
 export type { ClaimOutcome, RecalledClaim } from "./claims.js";
 export { claimAddress, claimRefFor, dropClaim, planClaim, readClaimsOf, readClaimsThrough } from "./claims.js";
 export { delegatingStore } from "./delegating-store.js";

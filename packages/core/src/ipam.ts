@@ -1,4 +1,5 @@
 import { type AllocationPolicy, allocate, type ConditionalReleaseOutcome, release, releaseIf } from "./allocator.js";
+import { OwedClaims, repairClaim } from "./claim-repair.js";
 import { claimAddress, claimRefFor, dropClaim, ownClaimVersions, planClaim } from "./claims.js";
 import { AddressUnavailableError, InvalidRequestError, StoreConflictError } from "./errors.js";
 import { cidrContains, formatIp, type Ip, ipAt, parseCidr, parseIp } from "./ip.js";
@@ -109,12 +110,30 @@ export function createIpam(options: IpamOptions): Ipam {
   const refFor = (network: string | undefined, range: Range): PoolRef => ({ network: network ?? "", cidr: range.cidr.text });
 
   async function allocateOne(ref: PoolRef, range: Range, input: AllocateInput, address: string | undefined): Promise<Assigned> {
+    // claims this call wrote whose pool write lost a race: made to match the pool before it answers
+    const owed = protect && !entryWrites && store.commit === undefined ? new OwedClaims(store, ref) : undefined;
+    try {
+      return await probeAndWrite(ref, range, input, address, owed);
+    } finally {
+      await owed?.settle(retry).catch(() => undefined);
+    }
+  }
+
+  async function probeAndWrite(
+    ref: PoolRef,
+    range: Range,
+    input: AllocateInput,
+    address: string | undefined,
+    owed: OwedClaims | undefined,
+  ): Promise<Assigned> {
     let tried: bigint | undefined;
     return withConflictRetry(async (attempt) => {
       const avoid = new Set<bigint>();
       for (let probe = 0; probe < MAX_PROBES; probe++) {
         const stored = await store.readPool(ref);
         const pool = stored?.pool ?? Pool.empty(range.cidr, { name: poolId(ref) });
+        // what an earlier attempt owes is judged against this read, before any write of it
+        await owed?.judge(pool);
         // Lost a race for the address tried last time (someone else holds it now): spread out.
         const lostRace = entryWrites && tried !== undefined && pool.atOffset(tried) !== undefined;
         const result = allocate(pool, range, {
@@ -143,7 +162,7 @@ export function createIpam(options: IpamOptions): Ipam {
         const taken = entryWrites
           ? await reserveEntry(ref, result.reservation, result.pool.lastOffset, protect ? { claimRef, claim } : undefined, attempt)
           : store.commit === undefined
-            ? await claimThenWrite({ claimRef, claim, ref, pool: result.pool, expected: stored?.version })
+            ? await claimThenWrite({ claimRef, claim, ref, pool: result.pool, expected: stored?.version }, owed)
             : await claimAndWriteAtomically(store.commit.bind(store), {
                 claimRef,
                 claim,
@@ -162,19 +181,31 @@ export function createIpam(options: IpamOptions): Ipam {
     }, retry);
   }
 
-  /** Stores without transactions: claim (fenced protocol), then the pool write. Returns the holder when taken. */
-  async function claimThenWrite({ claimRef, claim, ref, pool, expected }: ClaimedWrite): Promise<Claim | undefined> {
+  /**
+   * Stores without transactions: claim (fenced protocol), then the pool write. Returns the holder
+   * when taken. A claim left by a pool write that lost a race is undone before the call answers or
+   * retries: one created from nothing is deleted at once (nobody else relies on its version); one
+   * taken over from somebody is owed (`OwedClaims`): it is made to match the pool as re-read, fenced
+   * by the next pool write. After a timeout or a reset the write may have landed: the claim stays.
+   */
+  async function claimThenWrite(
+    { claimRef, claim, ref, pool, expected }: ClaimedWrite,
+    owed: OwedClaims | undefined,
+  ): Promise<Claim | undefined> {
+    owed?.forget(claimRef);
     const outcome = await claimAddress(store, claimRef, claim);
     if (outcome.kind === "taken") return outcome.by;
     try {
       await store.writePool(ref, pool, expected);
     } catch (error) {
-      // Only a claim we created from nothing is certainly ours alone to undo (DESIGN.md), and only
-      // when the pool write certainly did not happen (a conflict). After a timeout or a reset the
-      // write may have landed: the claim stays (at worst it dangles, and is taken over later).
-      if (outcome.created && error instanceof StoreConflictError) await store.deleteClaim(claimRef, outcome.version).catch(() => undefined);
+      if (error instanceof StoreConflictError) {
+        if (outcome.created) await store.deleteClaim(claimRef, outcome.version).catch(() => undefined);
+        else owed?.add(claimRef, claim, outcome.version);
+      }
       throw error;
     }
+    // this write, at the version the owed claims were judged against, was their fence
+    await owed?.fenced();
     return undefined;
   }
 
@@ -241,7 +272,11 @@ export function createIpam(options: IpamOptions): Ipam {
       await store.writePool(ref, decision.pool, stored.version);
       return claims.length > 0 ? { ...decision, dropLater: claims } : decision;
     }, retry);
-    for (const claim of done.dropLater ?? []) await dropClaim(store, claim.ref, claim.version);
+    for (const claim of done.dropLater ?? []) {
+      // changed since read: somebody took the address over (theirs), or rewrote the claim to name
+      // this entry after that read (a lost race's repair): make it match the pool as it is now
+      if (!(await dropClaim(store, claim.ref, claim.version))) await repairClaim(store, claim.ref, { retry }).catch(() => undefined);
+    }
     return done;
   }
 
