@@ -4,6 +4,7 @@ import { registerAllocationCases } from "./allocation-cases.js";
 import { registerBlockCases } from "./block-cases.js";
 import { registerCasCases, registerCommitCases, registerEntryCases, registerPoolScanCases, registerScanCases } from "./cas-cases.js";
 import { registerConcurrencyCases } from "./concurrency-cases.js";
+import { registerLegacyCases } from "./legacy-cases.js";
 import { registerModelCases } from "./model-cases.js";
 import type { ConformanceOptions } from "./options.js";
 import { registerOverlapCases } from "./overlap-cases.js";
@@ -41,6 +42,7 @@ export function describeStoreConformance(options: ConformanceOptions): void {
     if (options.claimScans === true) describe("claims scanned in bulk", () => registerScanCases(ctx));
     if (options.poolScans === true) describe("pools scanned in bulk", () => registerPoolScanCases(ctx));
     describe("allocation and exact-key release", () => registerAllocationCases(ctx));
+    describe("legacy Whereabouts entries (no ifname)", () => registerLegacyCases(ctx));
     describe("overlapping ranges", () => registerOverlapCases(ctx));
     describe("concurrency", () => registerConcurrencyCases(ctx));
     describe("per-node blocks", () => registerBlockCases(ctx));

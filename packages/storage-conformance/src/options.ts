@@ -22,6 +22,12 @@ export interface ConformanceOptions {
   claimScans?: boolean;
   /** The store offers the optional `scanPools` (every pool in bulk); its answers are then checked against `readPool`. */
   poolScans?: boolean;
+  /**
+   * How many legacy entries (no ifName, Whereabouts < 0.8) one container id may hold in one pool:
+   * "several" (default; Whereabouts' IPPool, files, memory) or "one" (a store that indexes entries
+   * by exact key, such as etcd's `key/<containerId/ifName>` rows). The legacy cases run accordingly.
+   */
+  legacyEntries?: "several" | "one";
   /** Backend-specific cases, registered after the common ones inside the same describe. */
   extra?: (getStore: () => IpamStore) => void;
   /** Concurrent allocators and allocations each in the concurrency case. Default 32 × 20. */

@@ -14,6 +14,8 @@ describeStoreConformance({
   entryWrites: true,
   poolScans: true,
   claimScans: true,
+  // one key/<containerId/ifName> row per key: a container holds at most one entry without ifname
+  legacyEntries: "one",
   create: () => {
     const prefix = `/conformance/${process.pid}-${n++}/`;
     const store = createEtcdStore({ endpoints: [endpoint], prefix });
