@@ -1,6 +1,6 @@
-import { attachmentKey, Pool, parseCidr, StoreCorruptError, StoreRejectedError } from "@ipamkit/core";
+import { attachmentKey, formatKey, Pool, parseCidr, type Reservation, StoreCorruptError, StoreRejectedError } from "@ipamkit/core";
 import { describe, expect, it } from "vitest";
-import { ipPoolFor, poolFromIPPool, WHEREABOUTS_OFFSET_LIMIT } from "./ippool.js";
+import { ifNamesAnnotation, ipPoolFor, poolFromIPPool, WHEREABOUTS_OFFSET_LIMIT } from "./ippool.js";
 import { ANNOTATION } from "./objects.js";
 
 const v6 = { network: "", cidr: "2001:db8::/64" };
@@ -61,7 +61,7 @@ describe("IPPool ⇄ Pool", () => {
     expect(object.spec?.allocations).toEqual({ "1": { id: "c1", podref: "ns/a", color: "red" } });
   });
 
-  it("writes the cursor and the count as annotations and reads the cursor back", () => {
+  it("writes the cursor as an annotation and reads it back; no count annotation (a stale one is removed)", () => {
     const cidr = parseCidr("10.0.0.0/24");
     const pool = Pool.fromReservations(
       cidr,
@@ -71,9 +71,11 @@ describe("IPPool ⇄ Pool", () => {
       },
     );
     const ref = { network: "", cidr: cidr.text };
-    const object = ipPoolFor(ref, pool, undefined, { ...write, name: "10.0.0.0-24" });
+    const stale = { metadata: { name: "10.0.0.0-24", annotations: { [ANNOTATION.staleAllocations]: "12" } }, spec: {} };
+    const object = ipPoolFor(ref, pool, stale, { ...write, name: "10.0.0.0-24" });
     expect(object.metadata?.annotations?.[ANNOTATION.lastOffset]).toBe("7");
-    expect(object.metadata?.annotations?.[ANNOTATION.allocations]).toBe("1");
+    expect(object.metadata?.annotations).not.toHaveProperty(ANNOTATION.staleAllocations);
+    expect(object.metadata?.annotations).not.toHaveProperty(ANNOTATION.ifnames);
     expect(object.spec).toEqual({
       range: "10.0.0.0/24",
       allocations: { "7": { id: "c", podref: "", ifname: "eth0", poduid: "u1", created: "t" } },
@@ -111,5 +113,30 @@ describe("IPPool ⇄ Pool", () => {
       status: { seen: 1 },
     });
     expect(object.metadata?.annotations?.other).toBe("x");
+  });
+
+  it("records interfaces in ipamkit.io/ifnames when told (a CRD that prunes ifname), trusted only for the same container id", () => {
+    const cidr = parseCidr("10.0.0.0/24");
+    const ref = { network: "", cidr: cidr.text };
+    const pool = Pool.fromReservations(cidr, [
+      { offset: 1n, key: attachmentKey({ containerId: "c", ifName: "net1" }) },
+      { offset: 2n, key: attachmentKey({ containerId: "c", ifName: "net2" }) },
+      { offset: 3n, key: attachmentKey({ containerId: "w", ifName: "" }, { allowLegacy: true }) },
+    ]);
+    const object = ipPoolFor(ref, pool, undefined, { ...write, name: "10.0.0.0-24", recordIfNames: true });
+    const hints = JSON.parse(object.metadata?.annotations?.[ANNOTATION.ifnames] ?? "{}") as Record<string, string>;
+    expect(Object.keys(hints)).toEqual(["1", "2"]);
+    // what a CRD without ifname stores: the field pruned, the annotation kept
+    const pruned = structuredClone(object);
+    for (const entry of Object.values(pruned.spec?.allocations as Record<string, Record<string, unknown>>)) delete entry.ifname;
+    expect(poolFromIPPool(ref, pruned, "p").reservations()).toEqual(pool.reservations());
+    // Whereabouts gave offset 2 to another container: the hint is not its own, the entry is legacy
+    (pruned.spec?.allocations as Record<string, Record<string, unknown>>)["2"] = { id: "other", podref: "ns/o" };
+    expect(formatKey((poolFromIPPool(ref, pruned, "p").atOffset(2n) as Reservation).key)).toBe("other/");
+    // an ifname stored in the entry wins over any hint; a malformed annotation is no hint
+    expect(formatKey((poolFromIPPool(ref, object, "p").atOffset(1n) as Reservation).key)).toBe("c/net1");
+    pruned.metadata = { ...pruned.metadata, annotations: { [ANNOTATION.ifnames]: "{not json" } };
+    expect(formatKey((poolFromIPPool(ref, pruned, "p").atOffset(1n) as Reservation).key)).toBe("c/");
+    expect(ifNamesAnnotation(Pool.empty(cidr))).toBe("{}");
   });
 });

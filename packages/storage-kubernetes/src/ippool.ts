@@ -1,8 +1,10 @@
+import { createHash } from "node:crypto";
 import {
   attachmentKey,
   type Cidr,
   formatIp,
   ipAt,
+  isLegacyKey,
   Pool,
   type PoolRef,
   parseCidr,
@@ -39,7 +41,61 @@ export function ipPoolRange(object: KubeObject, objectName: string): Cidr {
   }
 }
 
-function reservationOf(cidr: Cidr, key: string, entry: unknown, objectName: string): Reservation {
+/**
+ * The `ipamkit.io/ifnames` annotation, for an IPPool CRD that prunes `ifname` (Whereabouts < 0.8):
+ * offset → `"<ifName> <tag>"`, tag = 48 bits of SHA-256 of the entry's container id. An entry
+ * stored without `ifname` takes the hint's interface only while its container id still has that
+ * tag — an offset Whereabouts freed and gave another container is never misread (DESIGN.md).
+ */
+export type IfNameHints = ReadonlyMap<string, string>;
+
+const tags = new Map<string, string>();
+/** The container id's tag (memoised: one hash per id, a bounded memo). */
+export function idTag(containerId: string): string {
+  let tag = tags.get(containerId);
+  if (tag === undefined) {
+    tag = createHash("sha256").update(containerId).digest("base64url").slice(0, 8);
+    if (tags.size >= 65_536) tags.clear();
+    tags.set(containerId, tag);
+  }
+  return tag;
+}
+
+/** The hints of an IPPool, or undefined when it has none. A malformed annotation is no hint at all (never trusted). */
+export function ifNameHints(object: KubeObject): IfNameHints | undefined {
+  const text = object.metadata?.annotations?.[ANNOTATION.ifnames];
+  if (text === undefined) return undefined;
+  const hints = new Map<string, string>();
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (!isObject(parsed)) return hints;
+    for (const [offset, hint] of Object.entries(parsed)) if (typeof hint === "string") hints.set(offset, hint);
+  } catch {
+    // ignored: rewritten whole by the next ipamkit write
+  }
+  return hints;
+}
+
+/** The interface a hint gives an entry of container `id` stored without ifname, if the hint is still its own. */
+function hintedIfName(hints: IfNameHints | undefined, key: string, id: string): string | undefined {
+  const hint = hints?.get(key);
+  if (hint === undefined) return undefined;
+  const space = hint.indexOf(" ");
+  return space > 0 && hint.slice(space + 1) === idTag(id) ? hint.slice(0, space) : undefined;
+}
+
+function keyOf(id: string, ifname: string | undefined, hint: string | undefined): Reservation["key"] {
+  if (ifname === undefined && hint !== undefined) {
+    try {
+      return attachmentKey({ containerId: id, ifName: hint });
+    } catch {
+      // not an interface name: the entry stays legacy
+    }
+  }
+  return attachmentKey({ containerId: id, ifName: ifname ?? "" }, { allowLegacy: true });
+}
+
+function reservationOf(cidr: Cidr, key: string, entry: unknown, objectName: string, hints?: IfNameHints): Reservation {
   const where = `spec.allocations[${JSON.stringify(key)}]`;
   if (!DECIMAL.test(key)) throw corrupt(objectName, `${where}: the key is not a decimal offset`);
   const offset = BigInt(key);
@@ -57,7 +113,7 @@ function reservationOf(cidr: Cidr, key: string, entry: unknown, objectName: stri
   }
   let attachment: Reservation["key"];
   try {
-    attachment = attachmentKey({ containerId: id, ifName: ifname ?? "" }, { allowLegacy: true });
+    attachment = keyOf(id, ifname, ifname === undefined ? hintedIfName(hints, key, id) : undefined);
   } catch (error) {
     throw corrupt(objectName, `${where} (${formatIp(ipAt(cidr, offset))}): ${(error as Error).message}`);
   }
@@ -81,7 +137,8 @@ export function poolFromIPPool(ref: PoolRef, object: KubeObject, objectName: str
   if (cidr.text !== ref.cidr) throw corrupt(objectName, `spec.range ${cidr.text} is not the pool's range ${ref.cidr} (a name collision)`);
   const allocations = object.spec?.allocations ?? {};
   if (!isObject(allocations)) throw corrupt(objectName, "spec.allocations must be an object");
-  const reservations = Object.entries(allocations).map(([key, entry]) => reservationOf(cidr, key, entry, objectName));
+  const hints = ifNameHints(object);
+  const reservations = Object.entries(allocations).map(([key, entry]) => reservationOf(cidr, key, entry, objectName, hints));
   const cursor = object.metadata?.annotations?.[ANNOTATION.lastOffset];
   if (cursor !== undefined && !DECIMAL.test(cursor))
     throw corrupt(objectName, `annotation ${ANNOTATION.lastOffset} must be a decimal offset`);
@@ -103,6 +160,15 @@ export interface IPPoolWrite {
   writeId: string;
   /** Refuse new offsets ≥ 2^63, which Whereabouts readers cannot see. */
   whereaboutsCompatible: boolean;
+  /** Record every entry's interface in `ipamkit.io/ifnames` (the CRD prunes `ifname`); otherwise the annotation is removed. */
+  recordIfNames?: boolean;
+}
+
+/** The `ipamkit.io/ifnames` value for a pool: every entry with an interface name. */
+export function ifNamesAnnotation(pool: Pool): string {
+  const hints: Record<string, string> = {};
+  for (const r of pool) if (!isLegacyKey(r.key)) hints[r.offset.toString()] = `${r.key.ifName} ${idTag(r.key.containerId)}`;
+  return JSON.stringify(hints);
 }
 
 /** The IPPool to write for `pool`: `base` (the object as read, if any) with new allocations and annotations. */
@@ -127,7 +193,9 @@ export function ipPoolFor(ref: PoolRef, pool: Pool, base: KubeObject | undefined
     annotations: {
       [ANNOTATION.write]: options.writeId,
       [ANNOTATION.lastOffset]: pool.lastOffset?.toString(),
-      [ANNOTATION.allocations]: String(pool.size),
+      [ANNOTATION.ifnames]: options.recordIfNames === true ? ifNamesAnnotation(pool) : undefined,
+      // no longer written: a count Whereabouts' writes made stale; removed where an older ipamkit left it
+      [ANNOTATION.staleAllocations]: undefined,
     },
   });
   object.spec = { ...(base?.spec ?? {}), range: base?.spec?.range ?? ref.cidr, allocations };

@@ -25,7 +25,7 @@ import { addressFromReservationName, ipPoolName, networkOfPool, reservationName 
 import { ANNOTATION, IPPOOL, type Kind, type KubeObject, RESERVATION } from "./objects.js";
 import { type KubernetesStoreOptions, resolveOptions } from "./options.js";
 import { readReservation, reservationFor } from "./orip.js";
-import { fieldsKept } from "./pruning.js";
+import { fieldsKept, ifNamesPruned, warnPruningOnce } from "./pruning.js";
 
 /**
  * The Kubernetes store, on Whereabouts' own custom resources (see DESIGN.md). A pool is one
@@ -39,7 +39,8 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
   const api = createObjectApi(resolved);
   const namespace = resolved.namespace;
   const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, { code: "IPAMKIT_KUBERNETES" }));
-  let warnedPruning = false;
+  /** Learned from a write: this API server's IPPool CRD prunes `ifname` (Whereabouts < 0.8). */
+  let prunesIfNames = false;
   /** The last object seen of each name: written over, so fields ipamkit does not know survive. */
   const seen = new Map<string, KubeObject>();
   /** The last pool decoded per IPPool name and version: a read at an unchanged version skips decoding. */
@@ -172,24 +173,35 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
     async writePool(ref, pool, expected) {
       const name = ipPoolName(ref);
       const base = expected === undefined ? undefined : await baseAt(IPPOOL, name, expected);
-      const body = ipPoolFor(ref, pool, base, {
-        name,
-        namespace,
-        writeId: randomUUID(),
-        whereaboutsCompatible: resolved.whereaboutsCompatible,
-      });
-      const written = await put(IPPOOL, body, expected);
-      const version = remember(IPPOOL, name, written);
-      if (fieldsKept(pool, written)) decoded.set(name, { pool, version });
+      const bodyFor = (over: KubeObject | undefined, recordIfNames: boolean) =>
+        ipPoolFor(ref, pool, over, {
+          name,
+          namespace,
+          writeId: randomUUID(),
+          whereaboutsCompatible: resolved.whereaboutsCompatible,
+          recordIfNames,
+        });
+      // a pool that carries the annotation was found on such a CRD before (by any ipamkit process)
+      const recorded = prunesIfNames || base?.metadata?.annotations?.[ANNOTATION.ifnames] !== undefined;
+      let written = await put(IPPOOL, bodyFor(base, recorded), expected);
+      let version = remember(IPPOOL, name, written);
+      const ifNamesLost = ifNamesPruned(pool, written);
+      if (ifNamesLost && !recorded) {
+        // First seen here: record the interfaces at once, over what was just stored. Best effort —
+        // the write above stands whatever happens to this one; a conflict means another writer
+        // came in between, and the next ipamkit write of the pool records them.
+        prunesIfNames = true;
+        try {
+          written = await api.replace(IPPOOL, bodyFor(written, true));
+          version = remember(IPPOOL, name, written);
+        } catch {
+          // the pool stays at `version`
+        }
+      }
+      if (fieldsKept(pool, written) && !ifNamesLost) decoded.set(name, { pool, version });
       else {
         decoded.delete(name);
-        if (!warnedPruning) {
-          warnedPruning = true;
-          warn(
-            `[ipamkit] [${STORE_NAME}] the API server dropped fields of ${label(IPPOOL, name)} (poduid, created, or unknown entry fields): ` +
-              "its IPPool CRD does not declare them; install ipamkit's CRD manifest to keep pod UIDs for reconciling",
-          );
-        }
+        warnPruningOnce(warn, label(IPPOOL, name), ifNamesLost);
       }
       return version;
     },

@@ -19,16 +19,22 @@ export interface Kind {
  * patch only `spec`):
  * - `write` changes on every ipamkit write, so even a write of identical content gets a new
  *   resourceVersion (kube-apiserver skips no-op updates; fencing needs the version to move).
- * - `lastOffset`: the round-robin cursor of an IPPool; `allocations`: how many addresses it holds
- *   (a printer column of the shipped CRD; informational, never read back).
+ * - `lastOffset`: the round-robin cursor of an IPPool.
+ * - `ifnames`: on an IPPool whose CRD prunes entries' `ifname` (Whereabouts < 0.8), each entry's
+ *   interface, tagged with its container id (ippool.ts), so ipamkit's exact keys survive pruning.
+ * - `staleAllocations` (`ipamkit.io/allocations`): an address count older versions wrote; any
+ *   other writer made it stale, so it is no longer written, and every write removes it.
  * - `network`, `address` (the claim) and `pool-network`, `range` (the holding pool): on an
  *   OverlappingRangeIPReservation, which pool holds which
- *   address — so names are never parsed back (Whereabouts keeps the IP only in the name).
+ *   address — so names are never parsed back (Whereabouts keeps the IP only in the name); and
+ *   `ifname`, the claim's interface, for an ORIP CRD from before v0.8 that prunes `spec.ifname`.
  */
 export const ANNOTATION = {
   write: "ipamkit.io/write",
   lastOffset: "ipamkit.io/last-offset",
-  allocations: "ipamkit.io/allocations",
+  ifnames: "ipamkit.io/ifnames",
+  ifname: "ipamkit.io/ifname",
+  staleAllocations: "ipamkit.io/allocations",
   network: "ipamkit.io/network",
   poolNetwork: "ipamkit.io/pool-network",
   range: "ipamkit.io/range",

@@ -21,8 +21,12 @@ describe("OverlappingRangeIPReservation ⇄ claim", () => {
       [ANNOTATION.poolNetwork]: "",
       [ANNOTATION.range]: "10.0.0.0/24",
       [ANNOTATION.address]: "10.0.0.5",
+      [ANNOTATION.ifname]: "net1",
     });
     expect(readReservation(ref, object, "x")).toEqual({ kind: "claim", claim });
+    // an ORIP CRD from before Whereabouts v0.8 prunes spec.ifname: the annotation keeps the exact key
+    const pruned = { ...object, spec: { podref: "ns/pod", containerid: "c1" } };
+    expect(readReservation(ref, pruned, "x")).toEqual({ kind: "claim", claim });
   });
 
   it("keeps unknown fields of the object it writes over", () => {

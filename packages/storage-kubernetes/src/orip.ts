@@ -39,7 +39,8 @@ export function readReservation(ref: ClaimRef, object: KubeObject, objectName: s
     throw corrupt(objectName, "spec.containerid must be a string, spec.ifname a string when present");
   let key: Claim["key"];
   try {
-    key = attachmentKey({ containerId: containerid, ifName: ifname ?? "" }, { allowLegacy: true });
+    // an ORIP CRD from before Whereabouts v0.8 prunes spec.ifname: the annotation keeps it
+    key = attachmentKey({ containerId: containerid, ifName: ifname ?? annotations[ANNOTATION.ifname] ?? "" }, { allowLegacy: true });
   } catch (error) {
     throw corrupt(objectName, (error as Error).message);
   }
@@ -61,6 +62,7 @@ export function reservationFor(
       [ANNOTATION.poolNetwork]: claim.pool.network,
       [ANNOTATION.range]: claim.pool.cidr,
       [ANNOTATION.address]: ref.address,
+      [ANNOTATION.ifname]: claim.key.ifName === "" ? undefined : claim.key.ifName,
     },
   });
   const spec: Record<string, unknown> = { ...(base?.spec ?? {}), podref: claim.podRef ?? "", containerid: claim.key.containerId };

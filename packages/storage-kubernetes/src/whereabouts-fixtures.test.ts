@@ -104,7 +104,8 @@ for (const target of kubeTargets()) {
       const after = await raw.pool(name);
       expect(after.metadata?.labels).toEqual({ team: "net" });
       expect(after.spec?.allocations).toEqual(extended.spec?.allocations);
-      expect(after.metadata?.annotations?.[ANNOTATION.allocations]).toBe("3");
+      expect(after.metadata?.annotations).not.toHaveProperty(ANNOTATION.staleAllocations);
+      expect(after.metadata?.annotations).not.toHaveProperty(ANNOTATION.ifnames); // this CRD keeps ifname
       await s.close();
     });
 
@@ -161,17 +162,34 @@ for (const target of kubeTargets()) {
       await s.close();
     });
 
-    it("DEL of a Whereabouts entry (no ifname) by its exact key removes it and its reservation", async () => {
+    it("DEL of its container's attachment frees a Whereabouts entry without ifname, and its reservation", async () => {
       const s = store();
       const ipam = createIpam({ store: s });
       const id = (specOf("10.10.0.0-16") as { allocations: Record<string, { id: string }> }).allocations["2"]?.id as string;
       const range = parseRange({ range: "10.10.0.0/16" });
-      // The same container ID with an interface name is another attachment: nothing is released.
-      expect(await ipam.release({ ranges: [range], key: attachmentKey({ containerId: id, ifName: "net1" }) })).toHaveLength(0);
+      // another container's DEL frees nothing
+      expect(await ipam.release({ ranges: [range], key: attachmentKey({ containerId: "someone-else", ifName: "net1" }) })).toHaveLength(0);
       expect((await s.readPool({ network: "", cidr: "10.10.0.0/16" }))?.pool.size).toBe(3);
-      const released = await ipam.release({ ranges: [range], key: attachmentKey({ containerId: id, ifName: "" }, { allowLegacy: true }) });
+      // the entry's interface is unknown: the container's DEL (any interface, no exact entry) frees it
+      const released = await ipam.release({ ranges: [range], key: attachmentKey({ containerId: id, ifName: "net1" }) });
       expect(released.map((r) => formatIp(r.address))).toEqual(["10.10.0.2"]);
       expect((await s.readPool({ network: "", cidr: "10.10.0.0/16" }))?.pool.size).toBe(2);
+      await expect(raw.get(RESERVATION, "10.10.0.2")).rejects.toMatchObject({ code: 404 });
+      await s.close();
+    });
+
+    it("ADD of that container adopts the Whereabouts entry (same address, ifname recorded); its DEL frees it", async () => {
+      const s = store();
+      const ipam = createIpam({ store: s });
+      const id = (specOf("10.10.0.0-16") as { allocations: Record<string, { id: string }> }).allocations["2"]?.id as string;
+      const range = parseRange({ range: "10.10.0.0/16" });
+      const key = attachmentKey({ containerId: id, ifName: "net1" });
+      const [a] = await ipam.allocate({ ranges: [range], key, podRef: "default/legacy-7d9f" });
+      expect(a && formatIp(a.address)).toBe("10.10.0.2");
+      const entries = (await raw.pool("10.10.0.0-16")).spec?.allocations as Record<string, unknown>;
+      expect(entries["2"]).toMatchObject({ id, ifname: "net1" });
+      expect((await s.readPool({ network: "", cidr: "10.10.0.0/16" }))?.pool.size).toBe(3);
+      expect((await ipam.release({ ranges: [range], key })).map((r) => formatIp(r.address))).toEqual(["10.10.0.2"]);
       await expect(raw.get(RESERVATION, "10.10.0.2")).rejects.toMatchObject({ code: 404 });
       await s.close();
     });
