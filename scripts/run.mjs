@@ -36,7 +36,8 @@ function ensurePnpm() {
  * TLS certificates, the CNI reference plugins (bridge, macvlan, host-local in /usr/lib/cni) and
  * iproute2 for the end-to-end tests in network namespaces, gcc and the static C library for the
  * native CNI forwarder (examples/cni-plugin/src/forwarder.c, linked with musl from musl-tools) and
- * the simulation's process launcher (examples/cluster-sim/src/launcher.c).
+ * the simulation's process launcher (examples/cluster-sim/src/launcher.c), buildah, umoci, skopeo
+ * and unshare for the OCI image and its test (examples/install/src/image.test.ts).
  */
 function ensureDebianPackages() {
   const missing = [
@@ -48,6 +49,11 @@ function ensureDebianPackages() {
     ["command -v cc", "gcc"],
     ['cc -print-file-name=libc.a | grep -q / && test -f "$(cc -print-file-name=libc.a)"', "libc6-dev"],
     ["command -v musl-gcc", "musl-tools"],
+    // the OCI image (scripts/build-image.sh) and its test: build, read back, unpack, run chrooted
+    ["command -v buildah", "buildah"],
+    ["command -v umoci", "umoci"],
+    ["command -v skopeo", "skopeo"],
+    ["command -v unshare", "util-linux"],
   ].filter(([check]) => spawnSync("sh", ["-c", check]).status !== 0);
   if (missing.length === 0) return;
   const packages = missing.map(([, pkg]) => pkg);
@@ -76,6 +82,7 @@ if (job === "demo") {
   // proxy once per machine (~9 min cold on 2 cores), cached outside the repository; a no-op after.
   const checks = [
     ["kube-apiserver binaries", ["bash", "test-infra/kube-apiserver/build.sh"]],
+    ["helm binary", ["bash", "test-infra/helm/build.sh"]],
     ["Whereabouts binary", ["bash", "test-infra/whereabouts/build.sh"]],
     ["build", ["turbo", "run", "build"]],
     ["exports", ["node", "scripts/check-exports.mjs"]],
