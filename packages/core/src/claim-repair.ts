@@ -162,6 +162,8 @@ export interface RepairClaimOptions {
   expected?: Version;
   /** Other pools that may hold the address (those of the claim's network containing it). The named pool is always read. */
   pools?: readonly PoolRef[];
+  /** The caller has just written the claim at `expected` (a reconciler restoring a missing one): a match is fenced too. */
+  written?: boolean;
   retry?: RetryOptions;
 }
 
@@ -183,6 +185,8 @@ function allocatable(ref: PoolRef): boolean {
 export async function repairClaim(store: IpamStore, ref: ClaimRef, options: RepairClaimOptions = {}): Promise<ClaimRepair> {
   let expected = options.expected;
   let rewritten: Claim | undefined;
+  /** A claim this repair (or its caller) wrote is only settled by a fence, even where it matches. */
+  let wrote = options.written === true;
   return withConflictRetry(async (): Promise<ClaimRepair> => {
     const existing = await store.readClaim(ref, { fresh: true });
     if (existing === undefined) return rewritten === undefined ? { kind: "absent" } : { kind: "changed" };
@@ -197,8 +201,10 @@ export async function repairClaim(store: IpamStore, ref: ClaimRef, options: Repa
     });
     if (holding.length > 1) return { kind: "ambiguous", holders: holding.map((h) => h.ref) };
     const [held] = holding;
-    if (held !== undefined && claimMatches(existing.claim, held.ref, held.holder))
+    if (held !== undefined && claimMatches(existing.claim, held.ref, held.holder)) {
+      if (wrote) await fence(store, held.ref, held.stored);
       return rewritten === undefined ? { kind: "consistent" } : { kind: "rewritten", claim: rewritten };
+    }
     // the named pool first: an allocation of it still in flight must not land once the claim moves or goes
     if ((held === undefined || poolId(held.ref) !== poolId(named)) && allocatable(named)) await fence(store, named, reads[0]);
     if (held === undefined) return (await deleteIfUnchanged(store, ref, existing.version)) ? { kind: "deleted" } : { kind: "changed" };
@@ -206,6 +212,7 @@ export async function repairClaim(store: IpamStore, ref: ClaimRef, options: Repa
     try {
       expected = await store.writeClaim(ref, claim, existing.version);
       rewritten = claim;
+      wrote = true;
     } catch (error) {
       if (!(error instanceof StoreConflictError)) throw error;
       return { kind: "changed" };

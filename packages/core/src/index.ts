@@ -63,6 +63,10 @@ export { claimFromRecord, claimToRecord, poolFromRecord, poolToRecord, reservati
 export type { OffsetInterval, Range, RangeSpec } from "./range.js";
 export { blockedAt, isAssignable, parseRange } from "./range.js";
 export type {
+  ClaimAudit,
+  ClaimAuditInput,
+  ClaimFinding,
+  ClaimFindingKind,
   JudgeOptions,
   KeepReason,
   NetworkStatusEntry,
@@ -72,7 +76,7 @@ export type {
   PodFacts,
   Verdict,
 } from "./reconcile-plan.js";
-export { compareObserved, judgeReservation, planReconcile, podRefOf } from "./reconcile-plan.js";
+export { auditClaims, compareObserved, judgeReservation, planReconcile, podRefOf } from "./reconcile-plan.js";
 export type { Reservation } from "./reservation.js";
 export { sameReservation } from "./reservation.js";
 export type { ConflictCounter, RetryOptions } from "./retry.js";

@@ -1,6 +1,8 @@
+import { claimMatches } from "./claim-repair.js";
 import { cidrContains, type Ip, parseCidr, parseIp } from "./ip.js";
+import { formatKey } from "./key.js";
 import type { Reservation } from "./reservation.js";
-import { comparePoolRefs, type PoolRef } from "./store.js";
+import { type Claim, type ClaimRef, comparePoolRefs, type PoolRef, poolId, type ScannedClaim, type Version } from "./store.js";
 
 /**
  * Reconcile planning: is a reservation orphaned? Pure — the caller observes pools and pods and
@@ -129,4 +131,91 @@ export function planReconcile(input: PlanInput): Verdict[] {
   return [...input.reservations]
     .sort(compareObserved)
     .map((observed) => judgeReservation(observed, input.pods.get(observed.reservation.podRef ?? ""), input));
+}
+
+/**
+ * Claims against entries (overlapping ranges on): what the pools say each claim should be. A claim
+ * is backed when the pool it names holds its address for the key it names. Pure: the caller reads
+ * the pools, then the claims, and re-checks every finding against fresh reads before it repairs.
+ */
+export type ClaimFindingKind =
+  /** No pool of the network holds the address: a lost race's or a crash's leftover, or Whereabouts' DEL in flight. */
+  | "claim-without-entry"
+  /** A pool holds the address, for another key or in another pool than the claim names. */
+  | "claim-names-other-entry"
+  /** A pool holds the address and no claim protects it: another overlapping pool could take it. */
+  | "entry-without-claim";
+
+export interface ClaimFinding {
+  readonly kind: ClaimFindingKind;
+  readonly ref: ClaimRef;
+  /** The claim as read (absent for "entry-without-claim"), and its version. */
+  readonly claim?: { readonly claim: Claim; readonly version: Version };
+  /** The entry holding the address, if any. */
+  readonly entry?: ObservedReservation;
+  readonly detail: string;
+}
+
+export interface ClaimAuditInput {
+  /** Every reservation of the networks audited, as read (pools read *before* the claims). */
+  readonly reservations: readonly ObservedReservation[];
+  /** Every claim of those networks, read after the pools. */
+  readonly claims: readonly ScannedClaim[];
+  readonly now: Date;
+  /** Entries younger than this (their `createdAt`) may still be writing their claim: not reported missing. */
+  readonly graceMs: number;
+}
+
+export interface ClaimAudit {
+  readonly findings: ClaimFinding[];
+  /** Entries without a claim left alone for now: younger than the grace period. */
+  readonly young: ObservedReservation[];
+}
+
+const holderText = (o: ObservedReservation) => `${poolId(o.pool)} ${formatKey(o.reservation.key)}`;
+const claimText = (c: Claim) => `${poolId(c.pool)} ${formatKey(c.key)}`;
+const addressKey = (network: string, address: string) => `${network}\n${address}`;
+
+/** Every claim that no entry backs and every entry without a claim, in (network, address) order. */
+export function auditClaims(input: ClaimAuditInput): ClaimAudit {
+  const held = new Map<string, ObservedReservation>();
+  for (const o of input.reservations) held.set(addressKey(o.pool.network, o.address), o);
+  const findings: ClaimFinding[] = [];
+  const claimed = new Set<string>();
+  for (const { ref, stored } of input.claims) {
+    const id = addressKey(ref.network, ref.address);
+    claimed.add(id);
+    const entry = held.get(id);
+    const claim = { claim: stored.claim, version: stored.version };
+    if (entry === undefined) {
+      findings.push({
+        kind: "claim-without-entry",
+        ref,
+        claim,
+        detail: `it names ${claimText(stored.claim)}; no pool holds ${ref.address}`,
+      });
+    } else if (!claimMatches(stored.claim, entry.pool, entry.reservation)) {
+      findings.push({
+        kind: "claim-names-other-entry",
+        ref,
+        claim,
+        entry,
+        detail: `it names ${claimText(stored.claim)}; ${holderText(entry)} holds ${ref.address}`,
+      });
+    }
+  }
+  const young: ObservedReservation[] = [];
+  for (const [id, entry] of held) {
+    if (claimed.has(id)) continue;
+    const age = ageMs(entry.reservation, input.now);
+    if (age !== undefined && age < input.graceMs) {
+      young.push(entry);
+      continue;
+    }
+    const ref = { network: entry.pool.network, address: entry.address };
+    findings.push({ kind: "entry-without-claim", ref, entry, detail: `${holderText(entry)} holds ${entry.address} without a claim` });
+  }
+  const order = (f: ClaimFinding) => addressKey(f.ref.network, f.ref.address);
+  findings.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+  return { findings, young };
 }

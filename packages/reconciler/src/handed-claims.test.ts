@@ -61,70 +61,71 @@ const holderOf = async (store: IpamStore, ref: ClaimRef) => (await store.readCla
 
 /**
  * A claim written again after the scan: with separate writes its delete (after the pool write) at
- * the version scanned fails and the claim stays, dangling, for the next allocator to take over;
- * with atomic commits the delete is a step of the pool's own transaction, which then fails whole
- * and is planned again from fresh reads — the claim, still naming the same key, goes with it.
+ * the version scanned fails, and the release then repairs it from fresh reads (its pool no longer
+ * holds the address: fenced, deleted); with atomic commits the delete is a step of the pool's own
+ * transaction, which then fails whole and is planned again from fresh reads. Either way it goes.
+ * Each full pass also scans the claims once more for its claim audit (claim-audit.ts), after the
+ * releases.
  */
 describe.each([
-  ["separate writes (like Kubernetes)", { claimScans: true }, 11],
-  ["atomic commits and claim batches", { claimScans: true, atomicCommit: true, claimBatches: true }, 10],
-] as [string, MemoryStoreOptions, number][])(
-  "claims scanned for the releases, on a memory store with %s",
-  (_label, storeOptions, claimsLeft) => {
-    it("a mass release reads its claims in one scan, none one by one, and deletes exactly the released addresses' claims", async () => {
-      const store = createMemoryStore(storeOptions);
-      const live = await seed(store, 40);
-      const { counted, calls } = counting(store);
-      const report = await reconcileOnce({ store: counted, pods: pods(live), graceMs: 0 });
-      expect(report.released).toHaveLength(40);
-      expect(report.failed).toEqual([]);
-      expect(calls).toEqual({ readClaim: 0, readClaims: 0, scanClaims: 1 });
-      expect(await claimed(store)).toBe(10);
-      for (const c of await store.listClaims("n")) expect(await holderOf(store, c)).toMatch(/^live-/);
-    });
+  ["separate writes (like Kubernetes)", { claimScans: true }],
+  ["atomic commits and claim batches", { claimScans: true, atomicCommit: true, claimBatches: true }],
+] as [string, MemoryStoreOptions][])("claims scanned for the releases, on a memory store with %s", (_label, storeOptions) => {
+  it("a mass release reads its claims in one scan, none one by one, and deletes exactly the released addresses' claims", async () => {
+    const store = createMemoryStore(storeOptions);
+    const live = await seed(store, 40);
+    const { counted, calls } = counting(store);
+    const report = await reconcileOnce({ store: counted, pods: pods(live), graceMs: 0 });
+    expect(report.released).toHaveLength(40);
+    expect(report.failed).toEqual([]);
+    expect(calls).toEqual({ readClaim: 0, readClaims: 0, scanClaims: 2 });
+    expect(report.claims).toEqual({ repaired: [], skipped: [], young: 0 });
+    expect(await claimed(store)).toBe(10);
+    for (const c of await store.listClaims("n")) expect(await holderOf(store, c)).toMatch(/^live-/);
+  });
 
-    it("a few releases read their claims, no scan", async () => {
-      const store = createMemoryStore(storeOptions);
-      const live = await seed(store, RELIST_MIN - 1);
-      const { counted, calls } = counting(store);
-      const report = await reconcileOnce({ store: counted, pods: pods(live), graceMs: 0 });
-      expect(report.released).toHaveLength(RELIST_MIN - 1);
-      expect(calls.scanClaims).toBe(0);
-      expect(calls.readClaim + calls.readClaims).toBeGreaterThan(0);
-      expect(await claimed(store)).toBe(10);
-    });
+  it("a few releases read their claims, no scan", async () => {
+    const store = createMemoryStore(storeOptions);
+    const live = await seed(store, RELIST_MIN - 1);
+    const { counted, calls } = counting(store);
+    const report = await reconcileOnce({ store: counted, pods: pods(live), graceMs: 0 });
+    expect(report.released).toHaveLength(RELIST_MIN - 1);
+    expect(calls.scanClaims).toBe(1); // the claim audit's, after the releases
+    expect(calls.readClaim + calls.readClaims).toBeGreaterThan(0);
+    expect(await claimed(store)).toBe(10);
+  });
 
-    it("a claim written again after the scan is never deleted at the version scanned; its reservation goes", async () => {
-      const store = createMemoryStore(storeOptions);
-      const live = await seed(store, 40);
-      const address = "10.7.0.1"; // dead-0's
-      const before = await store.readClaim({ network: "n", address });
-      expect(before?.claim.key.containerId).toBe("dead-0");
-      // the same content written again: a fresh read would see the holder unchanged and delete it
-      const rewrite = async () => {
-        await store.writeClaim({ network: "n", address }, (before as NonNullable<typeof before>).claim, before?.version);
-      };
-      const { counted } = counting(store, rewrite);
-      const report = await reconcileOnce({ store: counted, pods: pods(live), graceMs: 0 });
-      expect(report.released).toHaveLength(40);
-      expect(await claimed(store)).toBe(claimsLeft);
-      if (claimsLeft === 11) expect(await holderOf(store, { network: "n", address })).toBe("dead-0");
-    });
+  it("a claim written again after the scan is never deleted at the version scanned; its reservation goes", async () => {
+    const store = createMemoryStore(storeOptions);
+    const live = await seed(store, 40);
+    const address = "10.7.0.1"; // dead-0's
+    const before = await store.readClaim({ network: "n", address });
+    expect(before?.claim.key.containerId).toBe("dead-0");
+    // the same content written again: a fresh read would see the holder unchanged and delete it
+    const rewrite = async () => {
+      await store.writeClaim({ network: "n", address }, (before as NonNullable<typeof before>).claim, before?.version);
+    };
+    const { counted } = counting(store, rewrite);
+    const report = await reconcileOnce({ store: counted, pods: pods(live), graceMs: 0 });
+    expect(report.released).toHaveLength(40);
+    expect(await claimed(store)).toBe(10);
+    expect(await store.readClaim({ network: "n", address })).toBeUndefined();
+  });
 
-    it("a scan that fails leaves each release to read its own claims", async () => {
-      const store = createMemoryStore(storeOptions);
-      const live = await seed(store, 40);
-      const failing = delegatingStore(store, {
-        scanClaims: async () => {
-          throw new Error("the list timed out");
-        },
-      });
-      const { counted, calls } = counting(failing);
-      const report = await reconcileOnce({ store: counted, pods: pods(live), graceMs: 0 });
-      expect(report.released).toHaveLength(40);
-      expect(report.failed).toEqual([]);
-      expect(calls.readClaim + calls.readClaims).toBeGreaterThan(0);
-      expect(await claimed(store)).toBe(10);
+  it("a scan that fails leaves each release to read its own claims", async () => {
+    const store = createMemoryStore(storeOptions);
+    const live = await seed(store, 40);
+    const failing = delegatingStore(store, {
+      scanClaims: async () => {
+        throw new Error("the list timed out");
+      },
     });
-  },
-);
+    const { counted, calls } = counting(failing);
+    const report = await reconcileOnce({ store: counted, pods: pods(live), graceMs: 0 });
+    expect(report.released).toHaveLength(40);
+    // the claim audit cannot read the claims either: reported, nothing else
+    expect(report.failed.map((f) => f.subject)).toEqual(["claims"]);
+    expect(calls.readClaim + calls.readClaims).toBeGreaterThan(0);
+    expect(await claimed(store)).toBe(10);
+  });
+});

@@ -3,6 +3,8 @@ import { mapLimited } from "./map-limited.js";
 
 export interface Observation {
   pools: number;
+  /** Every pool listed, in order (readable or not). */
+  refs: PoolRef[];
   reservations: ObservedReservation[];
   /** Pools that could not be read (e.g. corrupt data): reported, never written. */
   unreadable: { pool: PoolRef; error: Error }[];
@@ -49,7 +51,7 @@ async function readEveryPool(store: IpamStore, concurrency: number): Promise<{ r
 export async function observePools(store: IpamStore, options: ObserveOptions = {}): Promise<Observation> {
   const { podRefs } = options;
   const { refs, reads } = await readEveryPool(store, options.concurrency ?? 1);
-  const observation: Observation = { pools: refs.length, reservations: [], unreadable: [], stored: new Map() };
+  const observation: Observation = { pools: refs.length, refs, reservations: [], unreadable: [], stored: new Map() };
   refs.forEach((ref, i) => {
     const read = reads[i] as PoolRead;
     if ("error" in read) {
