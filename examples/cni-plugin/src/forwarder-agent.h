@@ -1,0 +1,138 @@
+// The exchange with the node-local agent, for src/forwarder.c (included after its buffer helpers):
+// one request per connection, bounded by the call's deadline (connect included), and only with a
+// peer that is root or `agent_uid` (SO_PEERCRED). Protocol: packages/agent/src/protocol.ts.
+#ifndef IPAMKIT_FORWARDER_AGENT_H
+#define IPAMKIT_FORWARDER_AGENT_H
+
+static double now_ms(clockid_t clock) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  return (double)t.tv_sec * 1000.0 + (double)t.tv_nsec / 1e6;
+}
+
+// {"v":1,"frame":"raw","socket":…,"deadline":<epoch ms>,"env":{CNI_*…},"stdin":…}
+static int build_request(struct buf *req, const char *socket_path, double deadline, const struct buf *in) {
+  char number[32];
+  snprintf(number, sizeof number, "%.0f", deadline);
+  if (append_str(req, "{\"v\":1,\"frame\":\"raw\",\"socket\":") || append_json_string(req, socket_path, strlen(socket_path)) ||
+      append_str(req, ",\"deadline\":") || append_str(req, number) || append_str(req, ",\"env\":{"))
+    return -1;
+  int first = 1;
+  for (char **e = environ; *e; e++) {
+    const char *eq = strchr(*e, '=');
+    if (strncmp(*e, "CNI_", 4) != 0 || !eq) continue;
+    if ((!first && append(req, ",", 1)) || append_json_string(req, *e, (size_t)(eq - *e)) || append(req, ":", 1) ||
+        append_json_string(req, eq + 1, strlen(eq + 1)))
+      return -1;
+    first = 0;
+  }
+  return append_str(req, "},\"stdin\":") || append_json_string(req, in->data, in->len) || append_str(req, "}\n");
+}
+
+enum outcome { ANSWERED, UNREACHABLE, FAILED, TIMED_OUT, REFUSED };
+
+// errno as Node names it (the Node forwarder's messages say ENOENT, ECONNREFUSED, …).
+static const char *errno_name(int e) {
+  switch (e) {
+    case ENOENT: return "ENOENT";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case EACCES: return "EACCES";
+    case ENOTSOCK: return "ENOTSOCK";
+    case ECONNRESET: return "ECONNRESET";
+    case EPIPE: return "EPIPE";
+    case ENAMETOOLONG: return "ENAMETOOLONG";
+    default: return strerror(e);
+  }
+}
+
+// Waits for fd until the monotonic deadline; 0 ready, -1 timed out.
+static int wait_fd(int fd, short events, double until) {
+  for (;;) {
+    double left = until - now_ms(CLOCK_MONOTONIC);
+    if (left <= 0) return -1;
+    struct pollfd p = {.fd = fd, .events = events};
+    int r = poll(&p, 1, (int)left + 1);
+    if (r > 0) return 0;
+    if (r < 0 && errno != EINTR) return -1;
+  }
+}
+
+// Sends the request and reads the whole answer before `until` (monotonic ms). `why` says what failed.
+static enum outcome ask_agent(const struct route *route, const struct buf *req, struct buf *answer, double until, char *why, size_t size) {
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  if (strlen(route->socket) >= sizeof addr.sun_path) return snprintf(why, size, "ENAMETOOLONG"), UNREACHABLE;
+  strcpy(addr.sun_path, route->socket);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return snprintf(why, size, "%s", errno_name(errno)), UNREACHABLE;
+  enum outcome result = FAILED;
+  // a listener whose backlog is full (a stopped agent) makes a non-blocking connect say EAGAIN: retry until the deadline
+  while (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN && wait_fd(fd, POLLOUT, until) == 0) continue;
+    result = errno == EAGAIN ? TIMED_OUT : UNREACHABLE;
+    snprintf(why, size, "%s", errno == EAGAIN ? "timed out" : errno_name(errno));
+    close(fd);
+    return result;
+  }
+  struct ucred peer;
+  socklen_t peer_len = sizeof peer;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0 || (peer.uid != 0 && (long)peer.uid != route->uid)) {
+    char uid[32];
+    snprintf(uid, sizeof uid, "%ld", route->uid);
+    snprintf(why, size, "refusing it: the socket is served by uid %ld, which is neither root nor agent_uid (%s)",
+             peer_len == sizeof peer ? (long)peer.uid : -1L, route->uid < 0 ? "unset" : uid);
+    close(fd);
+    return REFUSED;
+  }
+  size_t sent = 0;
+  while (sent < req->len) {
+    ssize_t w = send(fd, req->data + sent, req->len - sent, MSG_NOSIGNAL);
+    if (w > 0) sent += (size_t)w;
+    else if (w < 0 && errno == EINTR) continue;
+    else if (w < 0 && errno == EAGAIN && wait_fd(fd, POLLOUT, until) == 0) continue;
+    else goto out;
+  }
+  shutdown(fd, SHUT_WR);
+  for (;;) {
+    if (answer->len > MAX_ANSWER_BYTES || reserve(answer, READ_CHUNK)) goto out;
+    ssize_t r = recv(fd, answer->data + answer->len, answer->cap - answer->len, 0);
+    if (r > 0) answer->len += (size_t)r;
+    else if (r == 0) break;
+    else if (errno == EINTR) continue;
+    else if (errno == EAGAIN && wait_fd(fd, POLLIN, until) == 0) continue;
+    else goto out;
+  }
+  result = ANSWERED;
+out:
+  if (result != ANSWERED) {
+    int timed_out = now_ms(CLOCK_MONOTONIC) >= until;
+    result = timed_out ? TIMED_OUT : FAILED;
+    snprintf(why, size, "%s", timed_out ? "timed out" : answer->len ? "answer is not JSON" : "closed without an answer");
+  }
+  close(fd);
+  return result;
+}
+
+// "raw <exit code> <stdout bytes> <stderr bytes>\n" then both texts; anything else (the agent's
+// "fallback\n" included) is no answer: -1.
+static int relay(const struct buf *answer) {
+  char *nl = memchr(answer->data, '\n', answer->len);
+  if (!nl || answer->len < 4 || memcmp(answer->data, "raw ", 4) != 0) return -1;
+  char header[96];
+  size_t hn = (size_t)(nl - answer->data);
+  if (hn >= sizeof header) return -1;
+  memcpy(header, answer->data, hn);
+  header[hn] = '\0';
+  int code;
+  size_t out_len, err_len;
+  char extra;
+  if (sscanf(header, "raw %d %zu %zu%c", &code, &out_len, &err_len, &extra) != 3 || code < 0 || code > 255) return -1;
+  const char *body = nl + 1;
+  size_t body_len = answer->len - hn - 1;
+  if (out_len > body_len || err_len != body_len - out_len) return -1;
+  if (write_all(1, body, out_len)) return 1;
+  if (err_len > 0) write_all(2, body + out_len, err_len);
+  return code;
+}
+
+#endif
