@@ -12,6 +12,7 @@ describe("parseOptions", () => {
       graceMs: 300_000,
       leaderElection: true,
       overlappingRanges: true,
+      claimSettleMs: 5_000,
       once: false,
       watch: false,
       dryRun: false,

@@ -20,6 +20,7 @@ export interface Options {
   dryRun: boolean;
   graceMs: number;
   overlappingRanges: boolean;
+  claimSettleMs: number;
   leaderElection: boolean;
   leaseName: string;
   leaseNamespace?: string;
@@ -45,9 +46,15 @@ export const USAGE = `usage: node dist/main.js [options]
                            re-read when it changes; wins over --schedule
   --watch                  pod-deletion controller instead of a schedule (watch + --resync)
   --resync DURATION        full reconcile period in --watch mode (default 10m)
-  --dry-run                report what would be released and why; change nothing
-  --grace DURATION         never release a reservation younger than this (default 5m)
-  --overlapping-ranges B   true | false: delete overlapping-range records with reservations (default true)
+  --dry-run                report what would be released or repaired and why; change nothing
+  --grace DURATION         never release a reservation younger than this, nor add a missing
+                           overlapping-range record for it (default 5m)
+  --overlapping-ranges B   true | false: delete overlapping-range records with reservations, and
+                           audit them on every full pass: records no entry backs are deleted,
+                           records naming another container rewritten, missing ones added
+                           (default true; false where networks run with overlapping ranges off)
+  --claim-settle DURATION  read an audit finding again this long after it is found, and repair
+                           it only if unchanged (in-flight ADDs and DELs finish; default 5s)
   --leader-election B      true | false (default true; --once never elects)
   --lease-name NAME        default ipamkit-reconciler; --lease-namespace NS (default: pool namespace)
   --identity ID            leader-election identity (default: POD_NAME, else the host name)
@@ -147,6 +154,7 @@ export function parseOptions(argv: string[]): Options | "help" {
     dryRun: v["dry-run"] === true,
     graceMs: parseDuration("--grace", v.grace ?? "5m"),
     overlappingRanges: parseBoolean("--overlapping-ranges", v["overlapping-ranges"], true),
+    claimSettleMs: parseDuration("--claim-settle", v["claim-settle"] ?? "5s"),
     leaderElection: parseBoolean("--leader-election", v["leader-election"], true),
     leaseName: v["lease-name"] ?? "ipamkit-reconciler",
     ...(v["lease-namespace"] === undefined ? {} : { leaseNamespace: v["lease-namespace"] }),
@@ -181,6 +189,7 @@ function parse(argv: string[]) {
       "dry-run": flag,
       grace: string,
       "overlapping-ranges": string,
+      "claim-settle": string,
       "leader-election": string,
       "lease-name": string,
       "lease-namespace": string,

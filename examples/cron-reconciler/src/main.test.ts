@@ -81,6 +81,52 @@ describe("--once", () => {
     ]);
   });
 
+  it("overlapping-range records no entry backs: --dry-run reports them with reasons, a pass deletes them conditionally", async () => {
+    await seed();
+    const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    const orips = {
+      group: "whereabouts.cni.cncf.io",
+      version: "v1alpha1",
+      namespace: "kube-system",
+      plural: "overlappingrangeipreservations",
+    };
+    // left by Whereabouts (podref and ifname only, the address in the name) and by an ipamkit ADD that lost its race
+    await custom.createNamespacedCustomObject({
+      ...orips,
+      body: {
+        apiVersion: "whereabouts.cni.cncf.io/v1alpha1",
+        kind: "OverlappingRangeIPReservation",
+        metadata: { name: "10.9.0.7" },
+        spec: { podref: "ns/old", ifname: "net1" },
+      },
+    });
+    await store.writeClaim({ network: "", address: "10.9.0.8" }, { pool, key: key("lost"), podRef: "ns/lost" }, undefined);
+    const names = async () =>
+      ((await custom.listNamespacedCustomObject(orips)) as { items: { metadata: { name: string } }[] }).items
+        .map((o) => o.metadata.name)
+        .sort();
+    const dry = await runMain(["--kubeconfig", kubeconfig, "--once", "--dry-run", "--claim-settle", "0"]);
+    expect(dry.code).toBe(0);
+    expect(dry.lines.filter((l) => l.msg === "would repair claim (dry run)")).toEqual([
+      expect.objectContaining({
+        address: "10.9.0.7",
+        kind: "claim-without-entry",
+        detail: expect.stringContaining("no pool holds 10.9.0.7"),
+      }),
+      expect.objectContaining({ address: "10.9.0.8", kind: "claim-without-entry", claimKey: "lost" }),
+    ]);
+    expect(dry.lines.at(-1)).toMatchObject({
+      msg: "dry run finished",
+      claims: { repaired: { "claim-without-entry": 2 }, skipped: [], young: 0 },
+    });
+    expect(await names()).toEqual(["10.9.0.1", "10.9.0.2", "10.9.0.7", "10.9.0.8"]);
+    const run = await runMain(["--kubeconfig", kubeconfig, "--once", "--claim-settle", "0"]);
+    expect(run.code).toBe(0);
+    expect(run.lines.filter((l) => l.msg === "claim repaired").map((l) => l.address)).toEqual(["10.9.0.7", "10.9.0.8"]);
+    // the stale reservation's record went with it; the live one's stays
+    expect(await names()).toEqual(["10.9.0.2"]);
+  });
+
   it("--grace keeps young reservations", async () => {
     await createIpam({ store }).allocate({ ranges: [range], key: key("young"), podRef: "ns/gone" });
     const run = await runMain(["--kubeconfig", kubeconfig, "--once", "--grace", "1h"]);

@@ -4,6 +4,7 @@ import {
   createKubernetesPodSource,
   createLeaderElector,
   describe,
+  describeClaim,
   type ReconcileOptions,
   type ReconcileReport,
   reconcileOnce,
@@ -15,7 +16,14 @@ import { type Options, parseOptions, USAGE, UsageError } from "./args.js";
 import { openStore } from "./open-store.js";
 import { runOnSchedule } from "./schedule.js";
 
-/** One summary line per pass, beside the per-release log lines. */
+/** How many of each. */
+const countBy = (items: readonly string[]): Record<string, number> => {
+  const out: Record<string, number> = {};
+  for (const item of items) out[item] = (out[item] ?? 0) + 1;
+  return out;
+};
+
+/** One summary line per pass, beside the per-release and per-claim log lines. */
 function logReport(logger: Logger, report: ReconcileReport): void {
   for (const f of report.failed) logger.error({ subject: f.subject, err: f.error }, "reconcile failure");
   logger.info(
@@ -26,6 +34,15 @@ function logReport(logger: Logger, report: ReconcileReport): void {
       released: report.released.length,
       kept: report.kept,
       skipped: report.skipped.map((s) => ({ ...describe(s.verdict), why: s.why })),
+      ...(report.claims === undefined
+        ? {}
+        : {
+            claims: {
+              repaired: countBy(report.claims.repaired.map((f) => f.kind)),
+              skipped: report.claims.skipped.map((s) => ({ ...describeClaim(s.finding), why: s.why })),
+              young: report.claims.young,
+            },
+          }),
       failed: report.failed.length,
     },
     report.dryRun ? "dry run finished" : "reconcile finished",
@@ -43,6 +60,7 @@ async function run(options: Options, logger: Logger, shutdown: AbortSignal): Pro
     graceMs: options.graceMs,
     dryRun: options.dryRun,
     overlappingRanges: options.overlappingRanges,
+    claimSettleMs: options.claimSettleMs,
     logger,
   };
   logger.info({ datastore: options.datastore, namespace, dryRun: options.dryRun, graceMs: options.graceMs }, "ipamkit reconciler starting");

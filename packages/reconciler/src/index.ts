@@ -1,3 +1,5 @@
+export type { ClaimAuditReport, ClaimSkipReason } from "./claim-audit.js";
+export { describeClaim } from "./claim-audit.js";
 export type { PodControllerOptions } from "./controller.js";
 export { runPodController } from "./controller.js";
 export type { LeaderElectionOptions, LeaderElector } from "./leader.js";
@@ -10,4 +12,12 @@ export { createKubernetesPodSource } from "./pod-source.js";
 export type { PodWatchOptions } from "./pod-watch.js";
 export { watchPods } from "./pod-watch.js";
 export type { ReconcileOptions, ReconcileReport, SkipReason } from "./reconcile.js";
-export { DEFAULT_CONCURRENCY, DEFAULT_GRACE_MS, describe, RELIST_MIN, RELIST_RATIO, reconcileOnce } from "./reconcile.js";
+export {
+  DEFAULT_CLAIM_SETTLE_MS,
+  DEFAULT_CONCURRENCY,
+  DEFAULT_GRACE_MS,
+  describe,
+  RELIST_MIN,
+  RELIST_RATIO,
+  reconcileOnce,
+} from "./reconcile.js";
