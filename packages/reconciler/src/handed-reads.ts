@@ -27,8 +27,8 @@ export interface HandedReads {
  * read, never a wrong write: every write is conditional on the version read (the storage
  * contract), and releaseAllIf judges the fresh read again. A claim handed on was read before the
  * release writes its pool, which is all a release's claim read must be (core DESIGN.md, "Claims"):
- * its delete at that version fails if anybody wrote the claim since, and a claim left so is
- * somebody else's, or dangling and taken over by the next allocator.
+ * its delete at that version fails if anybody wrote the claim since, and the release then
+ * repairs it from fresh reads (core's repairClaim).
  */
 export function handingOnReads(store: IpamStore, handed: HandedReads): IpamStore {
   const ready = new Map(handed.pools);
