@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { attachmentKey } from "./key.js";
-import { judgeReservation, type ObservedReservation, type PodFacts, planReconcile, podRefOf } from "./reconcile-plan.js";
+import { auditClaims, judgeReservation, type ObservedReservation, type PodFacts, planReconcile, podRefOf } from "./reconcile-plan.js";
 
 const NOW = new Date("2026-12-03T06:00:00Z");
 const GRACE = 5 * 60_000;
@@ -172,5 +172,49 @@ describe("planReconcile", () => {
       ),
       { numRuns: 500 },
     );
+  });
+});
+
+describe("auditClaims", () => {
+  const claimOf = (o: ObservedReservation) => ({ pool: o.pool, key: o.reservation.key, podRef: o.reservation.podRef ?? "" });
+  const scanned = (address: string, claim: ReturnType<typeof claimOf>, version = "1") => ({
+    ref: { network: "", address },
+    stored: { claim, version },
+  });
+
+  it("finds records no entry backs, records naming another entry, and entries past the grace period without a record", () => {
+    const a = observed(1);
+    const b = observed(2);
+    const missing = observed(3);
+    const young = observed(4, { createdAt: new Date(NOW.getTime() - 1_000).toISOString() });
+    const whereabouts = observed(5, { createdAt: undefined });
+    const audit = auditClaims({
+      reservations: [a, b, missing, young, whereabouts],
+      claims: [
+        scanned("10.1.0.1", claimOf(a)),
+        scanned("10.1.0.2", { ...claimOf(b), key: attachmentKey({ containerId: "other", ifName: "net1" }) }),
+        scanned("10.1.0.9", claimOf(observed(9))),
+      ],
+      now: NOW,
+      graceMs: GRACE,
+    });
+    expect(audit.findings.map((f) => [f.ref.address, f.kind])).toEqual([
+      ["10.1.0.2", "claim-names-other-entry"],
+      ["10.1.0.3", "entry-without-claim"],
+      ["10.1.0.5", "entry-without-claim"],
+      ["10.1.0.9", "claim-without-entry"],
+    ]);
+    expect(audit.young).toEqual([young]);
+    expect(audit.findings[0]?.detail).toBe("it names 10.1.0.0/24 other/net1; 10.1.0.0/24 c2/net1 holds 10.1.0.2");
+  });
+
+  it("a record naming another pool than the one holding the address does not match, nor one with another podRef", () => {
+    const a = observed(1);
+    const otherPool = { ...claimOf(a), pool: { network: "", cidr: "10.1.0.0/16" } };
+    const otherPod = { ...claimOf(a), podRef: "ns/else" };
+    for (const claim of [otherPool, otherPod]) {
+      const audit = auditClaims({ reservations: [a], claims: [scanned("10.1.0.1", claim)], now: NOW, graceMs: GRACE });
+      expect(audit.findings.map((f) => f.kind)).toEqual(["claim-names-other-entry"]);
+    }
   });
 });

@@ -20,8 +20,13 @@ import {
   type ScannedClaim,
   StoreConflictError,
 } from "@ipamkit/core";
-import type { Logger } from "pino";
+import pino, { type Logger } from "pino";
 import { mapLimited } from "./map-limited.js";
+import type { Observation } from "./observe.js";
+import type { ReconcileOptions, ReconcileReport } from "./reconcile.js";
+
+/** Default wait before a claim finding is read again: ADDs and DELs write their two objects within ms of each other. */
+export const DEFAULT_CLAIM_SETTLE_MS = 5_000;
 
 /**
  * The claim audit of a full pass (overlapping ranges on): overlapping-range records that no pool
@@ -208,4 +213,44 @@ async function repair(
   if (written) return done.kind === "consistent" ? undefined : "changed";
   if (done.kind === "deleted" || done.kind === "rewritten") return undefined;
   return done.kind === "consistent" ? "consistent" : "changed";
+}
+
+/**
+ * The claim audit of a full pass (not a targeted one; not with overlapping ranges off), after the
+ * releases: against the pools as observed, less what this pass released.
+ */
+export async function auditClaimsOf(
+  options: ReconcileOptions,
+  observation: Observation,
+  report: ReconcileReport,
+  { now, graceMs, concurrency }: { now: () => Date; graceMs: number; concurrency: number },
+): Promise<ReconcileReport> {
+  if (options.podRefs !== undefined || options.overlappingRanges === false) return report;
+  const log = options.logger ?? pino({ level: "silent" });
+  const released = new Set(report.dryRun ? [] : report.released.map((v) => v.observed));
+  const unreadable = observation.unreadable.map((u) => u.pool);
+  const unreadableIds = new Set(unreadable.map(poolId));
+  try {
+    const { report: claims, failed } = await auditClaimsOnce({
+      store: options.store,
+      pools: observation.refs.filter((p) => !unreadableIds.has(poolId(p))),
+      unreadable,
+      reservations: observation.reservations.filter((o) => !released.has(o)),
+      now,
+      graceMs,
+      settleMs: options.claimSettleMs ?? DEFAULT_CLAIM_SETTLE_MS,
+      dryRun: report.dryRun,
+      concurrency,
+      log,
+      ...(options.retry === undefined ? {} : { retry: options.retry }),
+      ...(options.sleep === undefined ? {} : { sleep: options.sleep }),
+    });
+    report.claims = claims;
+    report.failed.push(...failed);
+  } catch (error) {
+    const err = error instanceof Error ? error : new Error(String(error));
+    report.failed.push({ subject: "claims", error: err });
+    log.error({ err }, "claims could not be audited; retried on the next pass");
+  }
+  return report;
 }

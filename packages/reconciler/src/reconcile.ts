@@ -15,10 +15,10 @@ import {
   type Verdict,
 } from "@ipamkit/core";
 import pino, { type Logger } from "pino";
-import { auditClaimsOnce, type ClaimAuditReport } from "./claim-audit.js";
+import { auditClaimsOf, type ClaimAuditReport } from "./claim-audit.js";
 import { type HandedReads, handingOnReads } from "./handed-reads.js";
 import { mapLimited } from "./map-limited.js";
-import { type Observation, observePools } from "./observe.js";
+import { observePools } from "./observe.js";
 import type { PodSource } from "./pod-source.js";
 
 /** Default grace period: a reservation younger than this is never released. */
@@ -50,8 +50,7 @@ export interface ReconcileOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-/** Default wait before a claim finding is read again: ADDs and DELs write their two objects within ms of each other. */
-export const DEFAULT_CLAIM_SETTLE_MS = 5_000;
+export { DEFAULT_CLAIM_SETTLE_MS } from "./claim-audit.js";
 
 /** Requests a pass keeps in flight: each pool's read, each pool's releases and each pod's re-read are independent. */
 export const DEFAULT_CONCURRENCY = 8;
@@ -135,7 +134,7 @@ export async function reconcileOnce(options: ReconcileOptions): Promise<Reconcil
   if (dryRun) {
     for (const v of confirmed) log.info(describe(v), "would release (dry run)");
     report.released.push(...confirmed);
-    return auditClaimsOf(options, observation, report, now, graceMs, concurrency);
+    return auditClaimsOf({ ...options, logger: log }, observation, report, { now, graceMs, concurrency });
   }
   // each pool's release starts from the pool as observed: one write, no read first; many releases'
   // claims are scanned in one bulk read where the store can (handed-reads.ts)
@@ -151,48 +150,7 @@ export async function reconcileOnce(options: ReconcileOptions): Promise<Reconcil
     report.skipped.push(...outcome.skipped);
     report.failed.push(...outcome.failed);
   }
-  return auditClaimsOf(options, observation, report, now, graceMs, concurrency);
-}
-
-/**
- * The claim audit of a full pass (not a targeted one; not with overlapping ranges off), after the
- * releases: against the pools as observed, less what this pass released.
- */
-async function auditClaimsOf(
-  options: ReconcileOptions,
-  observation: Observation,
-  report: ReconcileReport,
-  now: () => Date,
-  graceMs: number,
-  concurrency: number,
-): Promise<ReconcileReport> {
-  if (options.podRefs !== undefined || options.overlappingRanges === false) return report;
-  const released = new Set(report.dryRun ? [] : report.released.map((v) => v.observed));
-  const unreadable = observation.unreadable.map((u) => u.pool);
-  const unreadableIds = new Set(unreadable.map(poolId));
-  try {
-    const { report: claims, failed } = await auditClaimsOnce({
-      store: options.store,
-      pools: observation.refs.filter((p) => !unreadableIds.has(poolId(p))),
-      unreadable,
-      reservations: observation.reservations.filter((o) => !released.has(o)),
-      now,
-      graceMs,
-      settleMs: options.claimSettleMs ?? DEFAULT_CLAIM_SETTLE_MS,
-      dryRun: report.dryRun,
-      concurrency,
-      log: options.logger ?? silent,
-      ...(options.retry === undefined ? {} : { retry: options.retry }),
-      ...(options.sleep === undefined ? {} : { sleep: options.sleep }),
-    });
-    report.claims = claims;
-    report.failed.push(...failed);
-  } catch (error) {
-    const err = error instanceof Error ? error : new Error(String(error));
-    report.failed.push({ subject: "claims", error: err });
-    (options.logger ?? silent).error({ err }, "claims could not be audited; retried on the next pass");
-  }
-  return report;
+  return auditClaimsOf({ ...options, logger: log }, observation, report, { now, graceMs, concurrency });
 }
 
 /**
