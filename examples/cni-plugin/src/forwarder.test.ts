@@ -142,6 +142,32 @@ describe("the native forwarder without an agent", () => {
     same(required, await runPlugin(cniEnv("ADD", "v3"), netconf({ agent_required: true }), PLUGIN_NODE));
   });
 
+  it("routes as the Node forwarder does for any mix of inline and flat-file agent_* keys (property, 30 runs)", async () => {
+    const value = <T>(...values: T[]) => fc.constantFrom(...values);
+    const keys = fc.record(
+      {
+        agent_socket: value<unknown>("", socketPath(), "relative.sock", null, 5),
+        agent_required: value<unknown>(true, false, "true", 1, null),
+        agent_timeout: value<unknown>(1, 0, -1, 31, "5", 2.5),
+        agent_uid: value<unknown>(0, 65534, -1, 1.5, "0"),
+      },
+      { requiredKeys: [] },
+    );
+    const where = value(dir, `${dir}/`, join(dir, "whereabouts.conf"), join(dir, "absent"), undefined);
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(keys, keys, where, async (inline, flat, configurationPath) => {
+        run++;
+        writeFileSync(join(dir, "whereabouts.conf"), JSON.stringify(flat));
+        const conf = netconf({ agent_socket: undefined, configuration_path: configurationPath, ...inline });
+        const env = cniEnv("ADD", `r${run}`);
+        const [native, node] = await Promise.all([runPlugin(env, conf), runPlugin(env, conf, PLUGIN_NODE)]);
+        same(native, node);
+      }),
+      { numRuns: 30 },
+    );
+  });
+
   describe("when the socket gives no usable answer, the call runs directly (the route is not decided again)", () => {
     let server: Server | undefined;
     afterEach(async () => {
