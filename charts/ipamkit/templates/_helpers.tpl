@@ -82,8 +82,6 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - {{ .Values.store.type }}
 - --namespace
 - {{ include "ipamkit.poolNamespace" . }}
-- --reconciler-cron
-- {{ .Values.reconciler.schedule | quote }}
 - --flat-file-json
 - {{ include "ipamkit.flatFileKeys" . | quote }}
 {{- end -}}

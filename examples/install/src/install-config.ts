@@ -13,8 +13,6 @@ export const CONF_SUBDIR = "whereabouts.d";
 export const FLAT_FILE = "whereabouts.conf";
 export const KUBECONFIG_FILE = "whereabouts.kubeconfig";
 export const NODENAME_FILE = "nodename";
-/** Whereabouts' installer default (WHEREABOUTS_RECONCILER_CRON). */
-export const DEFAULT_RECONCILER_CRON = "30 4 * * *";
 
 export interface ServiceAccountFiles {
   token: string;
@@ -83,18 +81,23 @@ export interface FlatFileOptions {
   /** The `whereabouts.d` directory as the host sees it (the plugin runs on the host). */
   hostConfDir: string;
   datastore: "kubernetes" | "etcd" | "file";
-  reconcilerCron: string;
+  /**
+   * reconciler_cron_expression, for Whereabouts' reconciler (which falls back to it without its
+   * ConfigMap). Unset: not written — ipamkit's reconciler reads its ConfigMap, and the plugin
+   * warns on every call about a key it does not use.
+   */
+  reconcilerCron: string | undefined;
   /** Extra keys (agent_socket, agent_required, etcd_*, data_dir …); they win over the defaults. */
   extra: Record<string, unknown>;
 }
 
-/** The flat file: Whereabouts' keys (datastore, configuration_path, kubernetes.kubeconfig, reconciler_cron_expression) plus `extra`. */
+/** The flat file: Whereabouts' keys (datastore, configuration_path, kubernetes.kubeconfig, reconciler_cron_expression when set) plus `extra`. */
 export function renderFlatFile(options: FlatFileOptions): string {
   const base: Record<string, unknown> = {
     datastore: options.datastore,
     configuration_path: options.hostConfDir,
     ...(options.datastore === "kubernetes" ? { kubernetes: { kubeconfig: join(options.hostConfDir, KUBECONFIG_FILE) } } : {}),
-    reconciler_cron_expression: options.reconcilerCron,
+    ...(options.reconcilerCron === undefined ? {} : { reconciler_cron_expression: options.reconcilerCron }),
   };
   return `${JSON.stringify({ ...base, ...options.extra }, null, 2)}\n`;
 }

@@ -38,7 +38,8 @@ export interface InstallOptions {
   datastore: "kubernetes" | "etcd" | "file";
   /** Extra flat-file keys (agent_socket, etcd_* …). */
   extra: Record<string, unknown>;
-  reconcilerCron: string;
+  /** reconciler_cron_expression in the flat file (only for Whereabouts' reconciler); unset: not written. */
+  reconcilerCron: string | undefined;
   /** The kubeconfig context's namespace; default WHEREABOUTS_NAMESPACE, else the pod's, else kube-system. */
   namespace: string | undefined;
   /** The projected ServiceAccount directory (token, ca.crt, namespace). */

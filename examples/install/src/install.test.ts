@@ -104,7 +104,10 @@ describe("ipamkit-install on a temp host root", () => {
     const r = await run(INSTALL, [...e.args, "--datastore", "etcd", "--flat-file-json", JSON.stringify(etcd)], {});
     expect(r.code).toBe(0);
     expect(readdirSync(e.conf).sort()).toEqual(["whereabouts.conf"]);
-    expect(JSON.parse(readFileSync(join(e.conf, "whereabouts.conf"), "utf8"))).toMatchObject({ datastore: "etcd", ...etcd });
+    const flat = JSON.parse(readFileSync(join(e.conf, "whereabouts.conf"), "utf8"));
+    expect(flat).toMatchObject({ datastore: "etcd", ...etcd });
+    // unset: not written (ipamkit's reconciler reads its ConfigMap; the plugin would warn on every call)
+    expect(flat).not.toHaveProperty("reconciler_cron_expression");
   });
 
   it("--watch rewrites the kubeconfig within an interval of a token rotation, and only then", async () => {

@@ -1,7 +1,7 @@
 import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import pino from "pino";
-import { DEFAULT_RECONCILER_CRON, parseExtraKeys } from "./install-config.js";
+import { parseExtraKeys } from "./install-config.js";
 import { InstallError } from "./install-files.js";
 import { type InstallOptions, installBinaries, renderConfig, watchConfig, writeConfig } from "./install-run.js";
 
@@ -19,7 +19,7 @@ export const USAGE = `usage: ipamkit-install [--watch [--interval-ms 1000]] [opt
   --skip-binaries           only the config files (the watcher)
   --datastore STORE         kubernetes (default), etcd or file
   --flat-file-json JSON     extra flat-file keys, e.g. {"agent_socket":"/run/ipamkit/agent.sock"}
-  --reconciler-cron EXPR    reconciler_cron_expression (default "${DEFAULT_RECONCILER_CRON}")
+  --reconciler-cron EXPR    write reconciler_cron_expression (for Whereabouts' reconciler; default WHEREABOUTS_RECONCILER_CRON, else none)
   --namespace NS            the kubeconfig's namespace (default WHEREABOUTS_NAMESPACE, the pod's, kube-system)
   --service-account-dir DIR the projected token, ca.crt, namespace (default /var/run/secrets/kubernetes.io/serviceaccount)
   --node-name NAME          written to whereabouts.d/nodename (default NODENAME, NODE_NAME)`;
@@ -88,7 +88,7 @@ export function parseInstallArgs(args: string[], env: NodeJS.ProcessEnv): Parsed
       nodeFiles: values["node-files"] === true,
       datastore: datastore as InstallOptions["datastore"],
       extra: parseExtraKeys(str("flat-file-json")),
-      reconcilerCron: str("reconciler-cron") ?? env.WHEREABOUTS_RECONCILER_CRON ?? DEFAULT_RECONCILER_CRON,
+      reconcilerCron: str("reconciler-cron") ?? env.WHEREABOUTS_RECONCILER_CRON,
       namespace: str("namespace"),
       serviceAccountDir: absolute("service-account-dir", "/var/run/secrets/kubernetes.io/serviceaccount"),
       nodeName: str("node-name") ?? env.NODENAME ?? env.NODE_NAME,
