@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
+import { CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BuiltImage, buildAndUnpack, inImage, requireImageTools } from "../test/image.js";
 import { exited, removeTempDirs, run, serviceAccountVolume, start, tempDir, until } from "../test/run.js";
@@ -122,7 +123,7 @@ describe("the image's reconciler", () => {
     await api?.stop();
   });
 
-  it("runs a full pass, chrooted, against a real kube-apiserver: pods and pools there, and pools in its etcd", async () => {
+  it("runs a full pass, chrooted, against a real kube-apiserver: finds the reservation of a missing pod; and a pass on etcd", async () => {
     const shared = tempDir("ipamkit-imgrec-");
     copyFileSync(api.kubeconfigPath, join(shared, "kubeconfig"));
     const reconcile = (extra: string[]) =>
@@ -138,9 +139,28 @@ describe("the image's reconciler", () => {
           ...extra,
         ],
       );
-    const kube = await reconcile(["--namespace", "kube-system"]);
+    // a Whereabouts pool in kube-system holding an address for a pod that does not exist
+    await api.kubeConfig.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+      group: "whereabouts.cni.cncf.io",
+      version: "v1alpha1",
+      namespace: "kube-system",
+      plural: "ippools",
+      body: {
+        apiVersion: "whereabouts.cni.cncf.io/v1alpha1",
+        kind: "IPPool",
+        metadata: { name: "10.99.0.0-24" },
+        spec: { range: "10.99.0.0/24", allocations: { "5": { id: "c-gone", podref: "default/gone-0", ifname: "net1" } } },
+      },
+    });
+    const kube = await reconcile(["--namespace", "kube-system", "--grace", "0s"]);
     expect(kube.stderr).toBe("");
     expect(kube.code).toBe(0);
+    const wouldRelease = kube.stdout
+      .split("\n")
+      .filter((line) => line.includes("would release (dry run)"))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(wouldRelease).toHaveLength(1);
+    expect(JSON.stringify(wouldRelease[0])).toContain("10.99.0.5");
     const etcd = await reconcile(["--datastore", "etcd", "--etcd-endpoints", api.etcd.endpoint]);
     expect(etcd.stderr).toBe("");
     expect(etcd.code).toBe(0);
