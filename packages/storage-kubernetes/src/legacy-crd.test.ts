@@ -8,7 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { rawObjects } from "../test/raw.js";
 import { createKubernetesStore } from "./index.js";
 import { idTag } from "./ippool.js";
-import { ANNOTATION, IPPOOL, type KubeObject, RESERVATION } from "./objects.js";
+import { ANNOTATION, API_VERSION, IPPOOL, type KubeObject, RESERVATION } from "./objects.js";
 
 // Whereabouts < 0.8 ships CRDs without `ifname` (IPPool entries: id and podref only; ORIPs:
 // containerid and podref), so a real API server prunes ipamkit's `ifname`, `poduid` and `created`.
@@ -142,6 +142,8 @@ describe(`a CRD without ifname (Whereabouts < 0.8) on kube-apiserver ${binaryPat
 
   it("a pool in the shape v0.6.x writes (no ifname, one id twice) is served: adopted, freed, nothing left", async () => {
     const pool: KubeObject = {
+      apiVersion: API_VERSION,
+      kind: IPPOOL.kind,
       metadata: { name: POOL, namespace },
       spec: {
         range: range.cidr.text,
@@ -161,6 +163,8 @@ describe(`a CRD without ifname (Whereabouts < 0.8) on kube-apiserver ${binaryPat
       [5, "D"],
     ] as const)
       await raw.create(RESERVATION, {
+        apiVersion: API_VERSION,
+        kind: RESERVATION.kind,
         metadata: { name: `10.20.0.${n}`, namespace },
         spec: { containerid: id, podref: `ns/${id.toLowerCase()}` },
       });
