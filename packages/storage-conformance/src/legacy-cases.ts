@@ -1,4 +1,14 @@
-import { attachmentKey, createIpam, formatIp, formatKey, Pool, type PoolRef, parseRange, type Reservation } from "@ipamkit/core";
+import {
+  attachmentKey,
+  createIpam,
+  formatIp,
+  formatKey,
+  Pool,
+  type PoolRef,
+  parseRange,
+  type Reservation,
+  StoreRejectedError,
+} from "@ipamkit/core";
 import { expect, it } from "vitest";
 import { key, type SuiteContext } from "./context.js";
 
@@ -45,7 +55,14 @@ export function registerLegacyCases(ctx: SuiteContext): void {
     expect(shape(await read())).toEqual(["9=d/"]);
   });
 
-  if (!several) return;
+  if (!several) {
+    it("refuses to write several legacy entries of one container (it could not read them back)", async () => {
+      const pool = Pool.fromReservations(range.cidr, [legacy(4n, "c"), legacy(9n, "c")]);
+      await expect(ctx.store().writePool(ref, pool, undefined)).rejects.toBeInstanceOf(StoreRejectedError);
+      expect(await ctx.store().readPool(ref)).toBeUndefined();
+    });
+    return;
+  }
 
   it("several legacy entries of one container are a legal state: read back as written", async () => {
     await seed(legacy(9n, "c"), legacy(4n, "c"), legacy(6n, "d"));

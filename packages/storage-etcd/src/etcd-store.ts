@@ -20,6 +20,7 @@ import {
   StoreCorruptError,
   type StoredClaim,
   type StoredPool,
+  StoreRejectedError,
   StoreUnavailableError,
   type StoreWrite,
   sameKey,
@@ -232,6 +233,23 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
   const metaValue = (ref: PoolRef) => JSON.stringify({ cidr: ref.cidr, network: ref.network });
   const ipValue = (r: Reservation) => JSON.stringify(reservationToRecord(r));
 
+  /**
+   * One key/<containerId/ifName> row per key: a container holds at most one entry without ifname
+   * here (Whereabouts' IPPools may hold several). Refused, rather than written as a pool whose
+   * index cannot be read back.
+   */
+  function refuseSeveralLegacy(ref: PoolRef, pool: Pool): void {
+    const legacy = new Set<string>();
+    for (const r of pool) {
+      if (r.key.ifName !== "") continue;
+      if (legacy.has(r.key.containerId))
+        throw new StoreRejectedError(poolId(ref), `container ${r.key.containerId} holds two entries without ifname; this store keeps one`, {
+          component: STORE_NAME,
+        });
+      legacy.add(r.key.containerId);
+    }
+  }
+
   /** Compares and operations of one step ("pool" steps need the current entries, read before). */
   async function plan(w: StoreWrite, compares: Compare[], ops: (PutBuilder | DeleteBuilder)[], metas: Set<string>): Promise<void> {
     // etcd refuses a key twice in one transaction: several entry steps of one pool bump its meta once
@@ -285,6 +303,7 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
         return;
       }
       case "pool": {
+        refuseSeveralLegacy(w.ref, w.pool);
         // Strict: the whole pool must be as read (meta revision); then write only the difference.
         const current = await readFull(w.ref);
         if (current?.version !== w.expected) throw new StoreConflictError(poolId(w.ref), { component: STORE_NAME });
