@@ -7,6 +7,7 @@
  * address twice, and no entry and no ORIP left after the DELs.
  * Run: pnpm --filter @ipamkit/example-cni-plugin bench:whereabouts   (after pnpm build, both build.sh)
  */
+import { loadavg } from "node:os";
 import { startAgentProcess } from "../test/agent-process.js";
 import {
   attachment,
@@ -101,6 +102,7 @@ const modes: Mode[] = [
 ];
 const tallies: Tally[] = modes.map(() => ({ add: [], del: [], burstAdd: [], burstDel: [], failed: [], duplicates: [], left: [] }));
 const started = new Date();
+const loadBefore = loadavg()[0] ?? Number.NaN;
 try {
   for (let round = 0; round < ROUNDS; round++) {
     await sequential(interop, modes, tallies);
@@ -127,7 +129,7 @@ for (const [k, mode] of modes.entries()) {
   );
 }
 console.log(
-  `\nkube-apiserver ${interop.api.versions.kubernetes} on etcd ${interop.api.versions.etcd}, 127.0.0.1; ${ROUNDS} rounds of ${CALLS} sequential ADDs then DELs per binary (interleaved call by call, ${ROUNDS * CALLS} calls per median) and one burst per binary per round; node ${process.version}; ${started.toISOString()}`,
+  `\nkube-apiserver ${interop.api.versions.kubernetes} on etcd ${interop.api.versions.etcd}, 127.0.0.1; ${ROUNDS} rounds of ${CALLS} sequential ADDs then DELs per binary (interleaved call by call, ${ROUNDS * CALLS} calls per median) and one burst per binary per round; node ${process.version}; ${started.toISOString()}; load average (1 min) ${loadBefore.toFixed(1)} before, ${(loadavg()[0] ?? Number.NaN).toFixed(1)} after`,
 );
 for (const [k, mode] of modes.entries())
   for (const line of [...(tallies[k]?.failed ?? []), ...(tallies[k]?.duplicates ?? [])].slice(0, 5)) console.log(`- ${mode.name}: ${line}`);

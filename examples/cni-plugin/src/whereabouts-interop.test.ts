@@ -108,7 +108,8 @@ describe("ipamkit beside Whereabouts v0.9.2 on Whereabouts' CRDs", () => {
     expect(failures(adds)).toEqual([]);
     expect(duplicateAddresses(adds)).toEqual([]);
     const live = new Map(adds.map((r) => [r.attachment, r.ip ?? ""]));
-    expect(problems(await readState(interop, range), { live, requireContainerId: true })).toEqual([]);
+    // soft: the DELs still run, so a failure also shows how many ORIPs they leave
+    expect.soft(problems(await readState(interop, range), { live, requireContainerId: true })).toEqual([]);
     const dels = await Promise.all(adds.map((r) => cni(interop, "ipamkit", "DEL", r.attachment, conf)));
     expect(failures(dels)).toEqual([]);
     const after = await readState(interop, range);
