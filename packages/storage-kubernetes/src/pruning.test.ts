@@ -1,6 +1,6 @@
 import { attachmentKey, Pool, parseCidr } from "@ipamkit/core";
 import { describe, expect, it } from "vitest";
-import { fieldsKept } from "./pruning.js";
+import { fieldsKept, ifNamesPruned, warnPruningOnce } from "./pruning.js";
 
 const cidr = parseCidr("10.0.0.0/24");
 const key = (c: string) => attachmentKey({ containerId: c, ifName: "net1" });
@@ -33,5 +33,31 @@ describe("fieldsKept: did the API server prune ipamkit's entry fields?", () => {
 
   it("is true for pools with nothing to prune", () => {
     expect(fieldsKept(Pool.fromReservations(cidr, [{ offset: 1n, key: key("a") }]), { spec: { allocations: {} } })).toBe(true);
+  });
+});
+
+describe("warnPruningOnce", () => {
+  it("tells once per process, whatever the store or the pool, and says what to apply", () => {
+    const told: string[] = [];
+    warnPruningOnce((m) => told.push(m), "IPPool ns/10.0.0.0-24", true);
+    warnPruningOnce((m) => told.push(m), "IPPool ns/10.1.0.0-24", false);
+    warnPruningOnce((m) => told.push(m), "IPPool other/10.0.0.0-24", true);
+    expect(told).toHaveLength(1);
+    expect(told[0]).toMatch(/ifname, poduid, created/);
+    expect(told[0]).toMatch(/kubectl apply -f manifests\/crds\.yaml/);
+  });
+});
+
+describe("ifNamesPruned", () => {
+  const pool = Pool.fromReservations(cidr, [{ offset: 1n, key: key("a") }]);
+  it("is true when the stored entry lost the ifname ipamkit wrote", () => {
+    expect(ifNamesPruned(pool, { spec: { allocations: { "1": { id: "a", podref: "" } } } })).toBe(true);
+    expect(ifNamesPruned(pool, { spec: { allocations: { "1": { id: "a", podref: "", ifname: "net1" } } } })).toBe(false);
+  });
+  it("is false for a pool of entries without ifname only", () => {
+    const legacy = Pool.fromReservations(cidr, [
+      { offset: 1n, key: attachmentKey({ containerId: "w", ifName: "" }, { allowLegacy: true }) },
+    ]);
+    expect(ifNamesPruned(legacy, { spec: { allocations: { "1": { id: "w", podref: "" } } } })).toBe(false);
   });
 });
