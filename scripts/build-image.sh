@@ -64,7 +64,7 @@ ldd "$node_bin" | awk '/=> \// { print $3 } /^[ \t]*\/[^ ]+ \(/ { print $1 }' | 
   cp -L "$lib" "$stage$lib"
 done
 
-env -i chroot "$stage" /usr/bin/node -e 0 || fail "node does not start inside the staged root file system ($stage)"
+env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin chroot "$stage" /usr/bin/node -e 0 || fail "node does not start inside the staged root file system ($stage)"
 
 # 3. the image, from scratch
 bah=(buildah --root "$work/storage" --runroot "$work/run" --storage-driver vfs)

@@ -70,7 +70,7 @@ describe("the OCI image", () => {
     expect(JSON.parse(version.stdout)).toMatchObject({ supportedVersions: expect.arrayContaining(["1.1.0"]) });
   });
 
-  it("its agent, chrooted, serves ADD/STATUS/DEL to the static binary on a host without Node; its probe answers", async () => {
+  it("its agent, chrooted, serves ADD/STATUS/DEL to the static binary its installer put on a host without Node; its probe answers", async () => {
     const shared = tempDir("ipamkit-imgrun-"); // 0700 root: a socket directory the agent accepts
     const socket = join(shared, "agent.sock");
     const [file, ...args] = inImage(
@@ -83,14 +83,22 @@ describe("the OCI image", () => {
       await until("the agent listening", () => agent.output().includes("ipamkit agent listening"), 15_000);
       const probe = await runInImage([[shared, shared]], ["/usr/bin/node", "/app/dist/ipamkit-probe", "--socket", socket]);
       expect(probe.code).toBe(0);
-      // the host: the static binary alone, and no node on PATH
-      const hostBin = tempDir("ipamkit-imgbin-");
-      copyFileSync(join(image.rootfs, "app/dist/ipamkit"), join(hostBin, "ipamkit"));
-      execFileSync("chmod", ["0755", join(hostBin, "ipamkit")]);
+      // the host: what the image's installer puts there — the static binary alone, and a flat file
+      // naming the agent's socket — and no node on PATH
+      const host = join(shared, "host");
+      mkdirSync(host);
+      const flatKeys = { agent_socket: socket, agent_required: true, data_dir: join(shared, "data") };
+      const installed = await runInImage(
+        [[host, "/host"]],
+        ["/usr/bin/node", "/app/dist/ipamkit-install", "--datastore", "file", "--flat-file-json", JSON.stringify(flatKeys)],
+      );
+      expect(installed.code).toBe(0);
+      const hostBin = join(host, "opt/cni/bin");
+      // the NAD's ipam block: a range, and where this test's host keeps the flat file
       const conf = JSON.stringify({
         cniVersion: "1.1.0",
         name: "image-net",
-        ipam: { type: "ipamkit", range: "10.88.0.0/24", data_dir: join(shared, "data"), agent_socket: socket, agent_required: true },
+        ipam: { type: "ipamkit", range: "10.88.0.0/24", configuration_path: join(host, "etc/cni/net.d/whereabouts.d") },
       });
       const env = (command: string) => ({
         CNI_COMMAND: command,
@@ -110,7 +118,11 @@ describe("the OCI image", () => {
       agent.child.kill("SIGTERM");
     }
     expect(await exited(agent.child)).toBe(0);
-    expect(agent.output()).toContain("ipamkit agent stopped");
+    const stopped = agent
+      .output()
+      .split("\n")
+      .find((line) => line.includes("ipamkit agent stopped"));
+    expect(JSON.parse(stopped ?? "{}").requests).toBeGreaterThanOrEqual(4); // ADD, STATUS, DEL, ADD: all through it
   });
 });
 
