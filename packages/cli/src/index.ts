@@ -1,0 +1,12 @@
+export type { AuditOptions, AuditReport, Finding, FindingKind } from "./audit.js";
+export { audit, auditOnce } from "./audit.js";
+export { CliError, EXIT } from "./errors.js";
+export type { Inventory, PoolView, Progress } from "./inventory.js";
+export { readClaims, readInventory } from "./inventory.js";
+export { buildProgram, run } from "./main.js";
+export type { OpenedStore } from "./open-store.js";
+export { loadKube, openStore } from "./open-store.js";
+export type { ReleaseOutcome, ReleaseRequest, ReleaseResult } from "./release.js";
+export { release } from "./release.js";
+export type { EtcdSpec, StoreFlags, StoreSpec } from "./store-spec.js";
+export { resolveStoreSpec } from "./store-spec.js";
