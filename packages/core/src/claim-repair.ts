@@ -1,6 +1,6 @@
 import { StoreConflictError } from "./errors.js";
 import { parseCidr, parseIp } from "./ip.js";
-import { sameKey } from "./key.js";
+import { type AttachmentKey, sameKey } from "./key.js";
 import { Pool } from "./pool.js";
 import type { Reservation } from "./reservation.js";
 import { type RetryOptions, withConflictRetry } from "./retry.js";
@@ -164,6 +164,8 @@ export interface RepairClaimOptions {
   pools?: readonly PoolRef[];
   /** The caller has just written the claim at `expected` (a reconciler restoring a missing one): a match is fenced too. */
   written?: boolean;
+  /** Repair only a claim naming this pool and key (a release's own); any other is somebody's in flight: "changed". */
+  naming?: { pool: PoolRef; key: AttachmentKey };
   retry?: RetryOptions;
 }
 
@@ -191,6 +193,9 @@ export async function repairClaim(store: IpamStore, ref: ClaimRef, options: Repa
     const existing = await store.readClaim(ref, { fresh: true });
     if (existing === undefined) return rewritten === undefined ? { kind: "absent" } : { kind: "changed" };
     if (expected !== undefined && existing.version !== expected) return { kind: "changed" };
+    const { naming } = options;
+    if (!wrote && naming !== undefined && !(poolId(existing.claim.pool) === poolId(naming.pool) && sameKey(existing.claim.key, naming.key)))
+      return { kind: "changed" };
     const named = existing.claim.pool;
     const candidates = [named, ...(options.pools ?? []).filter((p) => poolId(p) !== poolId(named))];
     const reads = await Promise.all(candidates.map((p) => store.readPool(p)));

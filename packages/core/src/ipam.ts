@@ -248,34 +248,39 @@ export function createIpam(options: IpamOptions): Ipam {
    * deleted at that version — in the same commit where the store can, else right after (DESIGN.md).
    */
   async function releaseWhere(ref: PoolRef, decide: (pool: Pool) => ReleaseDecision): Promise<ReleaseDecision> {
-    const done = await withConflictRetry(async (): Promise<ReleaseDecision & { dropLater?: { ref: ClaimRef; version: Version }[] }> => {
-      const stored = await store.readPool(ref);
-      if (stored === undefined) return decide(Pool.empty(parseCidr(ref.cidr)));
-      const decision = decide(stored.pool);
-      if (decision.released.length === 0) return decision;
-      const releasedClaims = (protect ? decision.released : []).map((r) => ({ ref: claimRefFor(ref, r.offset), key: r.key }));
-      const versions = await ownClaimVersions(store, releasedClaims, ref);
-      const claims = releasedClaims.flatMap((c, i) => {
-        const version = versions[i];
-        return version === undefined ? [] : [{ ref: c.ref, version }];
-      });
-      const deleteClaims: StoreWrite[] = claims.map((c) => ({ kind: "delete-claim", ref: c.ref, expected: c.version }));
-      if (entryWrites) {
-        const unreserve: StoreWrite[] = decision.released.map((reservation) => ({ kind: "unreserve", ref, reservation }));
-        await (store.commit as NonNullable<IpamStore["commit"]>)([...unreserve, ...deleteClaims]);
-        return decision;
-      }
-      if (deleteClaims.length > 0 && store.commit !== undefined) {
-        await store.commit([{ kind: "pool", ref, pool: decision.pool, expected: stored.version }, ...deleteClaims]);
-        return decision;
-      }
-      await store.writePool(ref, decision.pool, stored.version);
-      return claims.length > 0 ? { ...decision, dropLater: claims } : decision;
-    }, retry);
+    const done = await withConflictRetry(
+      async (): Promise<ReleaseDecision & { dropLater?: { ref: ClaimRef; key: AttachmentKey; version: Version }[] }> => {
+        const stored = await store.readPool(ref);
+        if (stored === undefined) return decide(Pool.empty(parseCidr(ref.cidr)));
+        const decision = decide(stored.pool);
+        if (decision.released.length === 0) return decision;
+        const releasedClaims = (protect ? decision.released : []).map((r) => ({ ref: claimRefFor(ref, r.offset), key: r.key }));
+        const versions = await ownClaimVersions(store, releasedClaims, ref);
+        const claims = releasedClaims.flatMap((c, i) => {
+          const version = versions[i];
+          return version === undefined ? [] : [{ ref: c.ref, key: c.key, version }];
+        });
+        const deleteClaims: StoreWrite[] = claims.map((c) => ({ kind: "delete-claim", ref: c.ref, expected: c.version }));
+        if (entryWrites) {
+          const unreserve: StoreWrite[] = decision.released.map((reservation) => ({ kind: "unreserve", ref, reservation }));
+          await (store.commit as NonNullable<IpamStore["commit"]>)([...unreserve, ...deleteClaims]);
+          return decision;
+        }
+        if (deleteClaims.length > 0 && store.commit !== undefined) {
+          await store.commit([{ kind: "pool", ref, pool: decision.pool, expected: stored.version }, ...deleteClaims]);
+          return decision;
+        }
+        await store.writePool(ref, decision.pool, stored.version);
+        return claims.length > 0 ? { ...decision, dropLater: claims } : decision;
+      },
+      retry,
+    );
     for (const claim of done.dropLater ?? []) {
-      // changed since read: somebody took the address over (theirs), or rewrote the claim to name
-      // this entry after that read (a lost race's repair): make it match the pool as it is now
-      if (!(await dropClaim(store, claim.ref, claim.version))) await repairClaim(store, claim.ref, { retry }).catch(() => undefined);
+      // changed since read: somebody took the address over (theirs, left alone), or rewrote the
+      // claim to name this very entry after that read (a lost race's repair): that one is made to
+      // match the pool as it is now
+      if (await dropClaim(store, claim.ref, claim.version)) continue;
+      await repairClaim(store, claim.ref, { retry, naming: { pool: ref, key: claim.key } }).catch(() => undefined);
     }
     return done;
   }
