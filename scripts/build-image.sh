@@ -28,8 +28,10 @@ command -v node >/dev/null || fail "node is not on PATH"
 [[ $(id -u) -eq 0 ]] || fail "run as root (buildah's vfs storage without a user namespace)"
 started=$(date +%s.%N)
 
-# 1. the files: the plugin and agent, the installer and probe, the reconciler bundle
-(cd "$root/examples/install" && node build.mjs)
+# 1. the files: the plugin and agent, the installer and probe, the reconciler bundle.
+# IPAMKIT_PLUGIN_DIST / IPAMKIT_INSTALL_DIST name already built dist/ directories to take instead
+# of building examples/cni-plugin and examples/install (the image test passes its own copies, so
+# that the build does not empty a dist/ other tests are running from).
 work="$(mktemp -d /tmp/ipamkit-image-XXXXXX)"
 ctr=""
 cleanup() {
@@ -40,19 +42,27 @@ trap cleanup EXIT
 stage="$work/rootfs"
 mkdir -p "$stage/app/dist" "$stage/usr/bin" "$stage/tmp"
 chmod 1777 "$stage/tmp"
-# the plugin's build empties its dist/ first: a test run rebuilding it meanwhile can pull files
-# away, so build and copy again (up to 3 times) until one copy is whole
-dist="$root/examples/cni-plugin/dist"
 plugin_files=(ipamkit ipamkit-node ipamkit-agent ipamkit-direct.cjs ipamkit-etcd.cjs ipamkit-etcd.cjs.v8cache
   ipamkit-kubernetes.cjs ipamkit-kubernetes.cjs.v8cache package.json)
-for attempt in 1 2 3; do
-  if (cd "$root/examples/cni-plugin" && node build.mjs) && (cd "$dist" && cp "${plugin_files[@]}" "$stage/app/dist/"); then
-    break
-  fi
-  [[ $attempt -eq 3 ]] && fail "examples/cni-plugin: node build.mjs failed 3 times"
-  echo "build-image.sh: the plugin's build or copy failed (attempt $attempt); again" >&2
-done
-cp "$root/examples/install/dist/ipamkit-install" "$root/examples/install/dist/ipamkit-probe" "$stage/app/dist/"
+if [[ -n "${IPAMKIT_PLUGIN_DIST:-}" ]]; then
+  (cd "$IPAMKIT_PLUGIN_DIST" && cp "${plugin_files[@]}" "$stage/app/dist/") || fail "IPAMKIT_PLUGIN_DIST=$IPAMKIT_PLUGIN_DIST lacks the plugin's files"
+else
+  # the plugin's build empties its dist/ first: a test run rebuilding it meanwhile can pull files
+  # away, so build and copy again (up to 3 times) until one copy is whole
+  for attempt in 1 2 3; do
+    if (cd "$root/examples/cni-plugin" && node build.mjs) && (cd "$root/examples/cni-plugin/dist" && cp "${plugin_files[@]}" "$stage/app/dist/"); then
+      break
+    fi
+    [[ $attempt -eq 3 ]] && fail "examples/cni-plugin: node build.mjs failed 3 times"
+    echo "build-image.sh: the plugin's build or copy failed (attempt $attempt); again" >&2
+  done
+fi
+install_dist="${IPAMKIT_INSTALL_DIST:-}"
+if [[ -z "$install_dist" ]]; then
+  (cd "$root/examples/install" && node build.mjs)
+  install_dist="$root/examples/install/dist"
+fi
+cp "$install_dist/ipamkit-install" "$install_dist/ipamkit-probe" "$stage/app/dist/" || fail "no ipamkit-install/ipamkit-probe in $install_dist"
 (cd "$root/examples/cron-reconciler" && node "$root/examples/install/image/bundle-reconciler.mjs" "$stage/app")
 
 # 2. Node and the shared libraries it links (the paths ldd resolves, and the dynamic loader)

@@ -3,7 +3,7 @@ import { copyFileSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync
 import { join } from "node:path";
 import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { CustomObjectsApi } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type BuiltImage, buildAndUnpack, inImage, requireImageTools } from "../test/image.js";
 import { exited, removeTempDirs, run, serviceAccountVolume, start, tempDir, until } from "../test/run.js";
 
@@ -14,7 +14,7 @@ import { exited, removeTempDirs, run, serviceAccountVolume, start, tempDir, unti
 let image: BuiltImage;
 beforeAll(() => {
   requireImageTools();
-  image = buildAndUnpack(tempDir("ipamkit-image-"));
+  image = buildAndUnpack(tempDir("ipamkit-image-"), { plugin: inject("pluginDist"), install: inject("installDist") });
   const mb = (statSync(image.archive).size / 1e6).toFixed(1);
   console.log(`image: ${image.archive}: ${mb} MB (gzip layers), built in ${(image.buildMs / 1000).toFixed(1)} s`);
 }, 600_000);

@@ -23,11 +23,18 @@ export interface BuiltImage {
   buildMs: number;
 }
 
-/** Builds the image with scripts/build-image.sh into `dir` and unpacks it with umoci. */
-export function buildAndUnpack(dir: string): BuiltImage {
+/**
+ * Builds the image with scripts/build-image.sh into `dir` from the run's built files (`dists`: its
+ * own copies, so that no dist/ another test runs from is rebuilt meanwhile) and unpacks it with umoci.
+ */
+export function buildAndUnpack(dir: string, dists: { plugin: string; install: string }): BuiltImage {
   const archive = join(dir, "ipamkit.oci.tar");
   const started = Date.now();
-  execFileSync("bash", [BUILD_IMAGE, archive], { stdio: ["ignore", "pipe", "pipe"], timeout: 600_000 });
+  execFileSync("bash", [BUILD_IMAGE, archive], {
+    stdio: ["ignore", "pipe", "pipe"],
+    timeout: 600_000,
+    env: { ...process.env, IPAMKIT_PLUGIN_DIST: dists.plugin, IPAMKIT_INSTALL_DIST: dists.install },
+  });
   const buildMs = Date.now() - started;
   const layout = join(dir, "layout");
   mkdirSync(layout);
