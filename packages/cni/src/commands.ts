@@ -127,11 +127,14 @@ export async function gc(ctx: CommandContext): Promise<void> {
     ctx.stderr(`GC: not releasing anything on the shared ${ctx.store.name}: it holds other nodes' attachments; the reconciler cleans it`);
     return;
   }
+  const attachments = ctx.config.validAttachments ?? [];
   const valid = new Set(
-    (ctx.config.validAttachments ?? []).map((a) =>
-      formatKey(attachmentKey({ containerId: a.containerID, ifName: a.ifname }, { allowLegacy: true })),
-    ),
+    attachments.map((a) => formatKey(attachmentKey({ containerId: a.containerID, ifName: a.ifname }, { allowLegacy: true }))),
   );
+  // A legacy Whereabouts entry (no ifname) belongs to one of its container's interfaces: a valid
+  // container keeps it (core's DESIGN.md, "Legacy entries").
+  const validContainers = new Set(attachments.map((a) => a.containerID));
+  const kept = (key: AttachmentKey) => valid.has(formatKey(key)) || (key.ifName === "" && validContainers.has(key.containerId));
   const ipam = createIpam({ store: ctx.store, overlappingRanges: ctx.config.overlappingRanges, retry: { ...CNI_RETRY } });
   const failures: string[] = [];
   // a corrupt pool is not cured by trying again: then the answer is 102, not 11
@@ -147,7 +150,7 @@ export async function gc(ctx: CommandContext): Promise<void> {
         try {
           const stored = await ctx.store.readPool(ref);
           for (const r of stored?.pool ?? []) {
-            if (valid.has(formatKey(r.key))) continue;
+            if (kept(r.key)) continue;
             try {
               await ipam.releaseIf(ref, r);
             } catch (error) {

@@ -44,3 +44,31 @@ it("GC over a corrupt pool continues past it and answers 102 naming it, not 11",
   expect(error.code).toBe(102);
   expect(error.msg).toContain("10.62.0.0/24");
 });
+
+// A Whereabouts < 0.8 entry has no ifname: it belongs to one of its container's interfaces, so a
+// container listed in valid-attachments keeps it; a legacy entry of a container not listed goes.
+it("GC keeps a legacy entry (no ifname) of a valid container and frees one of a gone container", async () => {
+  const memory = createMemoryStore();
+  const range = parseRange({ range: "10.64.0.0/24" });
+  const legacy = (containerId: string) => attachmentKey({ containerId, ifName: "" }, { allowLegacy: true });
+  const ipam = createIpam({ store: memory });
+  await ipam.allocate({ ranges: [range], key: legacy("live") });
+  await ipam.allocate({ ranges: [range], key: legacy("gone") });
+  const code = await dispatch({
+    env: { CNI_COMMAND: "GC" },
+    stdin: async () =>
+      JSON.stringify({
+        cniVersion: "1.1.0",
+        name: "n",
+        ipam: { type: "ipamkit", range: "10.64.0.0/24" },
+        "cni.dev/valid-attachments": [{ containerID: "live", ifname: "net1" }],
+      }),
+    stdout: () => undefined,
+    stderr: () => undefined,
+    fs: { exists: () => false, readText: () => "" },
+    openStore: async () => memory,
+  });
+  expect(code).toBe(0);
+  const left = (await memory.readPool({ network: "", cidr: "10.64.0.0/24" }))?.pool.reservations() ?? [];
+  expect(left.map((r) => r.key.containerId)).toEqual(["live"]);
+});
