@@ -2,8 +2,9 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
-import { CustomObjectsApi } from "@kubernetes/client-node";
+import { CustomObjectsApi, loadAllYaml } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { CHART, helmBinary, type Rendered } from "../test/helm.js";
 import { type BuiltImage, buildAndUnpack, inImage, requireImageTools } from "../test/image.js";
 import { exited, removeTempDirs, run, serviceAccountVolume, start, tempDir, until } from "../test/run.js";
 
@@ -11,6 +12,8 @@ import { exited, removeTempDirs, run, serviceAccountVolume, start, tempDir, unti
 // run from the unpacked root file system (chroot, in a mount namespace where the test's "host"
 // directories are bind-mounted as a pod's hostPath volumes would be).
 
+/** The default values: the DaemonSet with its token watcher, the reconciler in cron mode. */
+const DEFAULT_VALUES: string[] = [];
 let image: BuiltImage;
 beforeAll(() => {
   requireImageTools();
@@ -123,6 +126,26 @@ describe("the OCI image", () => {
       .split("\n")
       .find((line) => line.includes("ipamkit agent stopped"));
     expect(JSON.parse(stopped ?? "{}").requests).toBeGreaterThanOrEqual(4); // ADD, STATUS, DEL, ADD: all through it
+  });
+});
+
+describe("the chart and the image agree", () => {
+  it("every container and probe command the chart renders names a file of the image, run by its node", () => {
+    const helm = helmBinary();
+    const rendered = execFileSync(helm, ["template", "ipamkit", CHART, ...DEFAULT_VALUES], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    const commands = (loadAllYaml(rendered) as Rendered[])
+      .filter((o) => o?.kind === "DaemonSet" || o?.kind === "Deployment")
+      .flatMap((o) => [...(o.spec.template.spec.initContainers ?? []), ...o.spec.template.spec.containers])
+      .flatMap((c: Rendered) => [c.command, c.readinessProbe?.exec?.command, c.livenessProbe?.exec?.command])
+      .filter((command): command is string[] => command !== undefined);
+    expect(commands.length).toBeGreaterThanOrEqual(6);
+    for (const [interpreter, program] of commands) {
+      expect(interpreter).toBe("/usr/bin/node");
+      expect(statSync(join(image.rootfs, program as string)).isFile()).toBe(true);
+    }
   });
 });
 
