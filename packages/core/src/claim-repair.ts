@@ -1,4 +1,5 @@
-import { StoreConflictError } from "./errors.js";
+import { claimAddress } from "./claims.js";
+import { StoreConflictError, StoreUnavailableError } from "./errors.js";
 import { parseCidr, parseIp } from "./ip.js";
 import { type AttachmentKey, sameKey } from "./key.js";
 import { Pool } from "./pool.js";
@@ -225,4 +226,85 @@ export async function repairClaim(store: IpamStore, ref: ClaimRef, options: Repa
     await fence(store, held.ref, held.stored);
     return { kind: "rewritten", claim };
   }, options.retry);
+}
+
+/**
+ * What became of a pool write whose outcome is unknown (StoreUnavailableError: a timeout, a reset,
+ * a resent write refused as stale), found out from the store: "landed" when the pool holds
+ * `reservation`'s key at its offset (ours, or a same-key ADD's: the answer is the same); "lost"
+ * when it does not and the write can no longer land — the pool's version moved past `expected`,
+ * or was moved past it by an unchanged rewrite here (the fence); undefined when the store cannot
+ * tell (it is still unavailable): then the caller keeps its claim, as before.
+ */
+export async function settleUnknownWrite(
+  store: IpamStore,
+  ref: PoolRef,
+  reservation: Reservation,
+  expected: Version | undefined,
+): Promise<"landed" | "lost" | undefined> {
+  for (let tries = 0; tries < 3; tries++) {
+    let stored: StoredPool | undefined;
+    try {
+      stored = await store.readPool(ref);
+    } catch {
+      return undefined;
+    }
+    const held = stored?.pool.atOffset(reservation.offset);
+    if (held !== undefined && sameKey(held.key, reservation.key)) return "landed";
+    if (stored?.version !== expected) return "lost";
+    try {
+      await fence(store, ref, stored); // still at the version written at: make sure it never lands
+      return "lost";
+    } catch (error) {
+      if (!(error instanceof StoreConflictError)) return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** A pool write that claims one address first. */
+export interface ClaimedWrite {
+  claimRef: ClaimRef;
+  claim: Claim;
+  ref: PoolRef;
+  pool: Pool;
+  expected: Version | undefined;
+}
+
+/**
+ * Stores without transactions: claim (fenced protocol), then the pool write. Returns the holder
+ * when taken. A claim left by a pool write that lost a race is undone before the call answers or
+ * retries: one created from nothing is deleted at once (nobody else relies on its version); one
+ * taken over from somebody is owed (`OwedClaims`): it is made to match the pool as re-read, fenced
+ * by the next pool write. After a timeout or a reset the write may have landed: the store is
+ * asked (settleUnknownWrite) — landed is a success, lost (it can no longer land) is a conflict
+ * like any other; where the store cannot tell, the claim stays and the error is the answer.
+ */
+export async function claimThenWrite(
+  store: IpamStore,
+  { claimRef, claim, ref, pool, expected }: ClaimedWrite,
+  written: Reservation,
+  owed: OwedClaims | undefined,
+): Promise<Claim | undefined> {
+  owed?.forget(claimRef);
+  const outcome = await claimAddress(store, claimRef, claim);
+  if (outcome.kind === "taken") return outcome.by;
+  try {
+    await store.writePool(ref, pool, expected);
+  } catch (error) {
+    // an unknown outcome is found out where the store can tell: landed is a success, lost a conflict
+    const unknown = error instanceof StoreUnavailableError ? await settleUnknownWrite(store, ref, written, expected) : undefined;
+    // landed (the pool holds the key there; a same-key ADD's write would look the same, so it is no
+    // fence for what is owed: that is settled with a fence of its own before the call answers)
+    if (unknown === "landed") return undefined;
+    if (error instanceof StoreConflictError || unknown === "lost") {
+      if (outcome.created) await store.deleteClaim(claimRef, outcome.version).catch(() => undefined);
+      else owed?.add(claimRef, claim, outcome.version);
+      if (unknown === "lost") throw new StoreConflictError(poolId(ref), { cause: error });
+    }
+    throw error;
+  }
+  // this write, at the version the owed claims were judged against, was their fence
+  await owed?.fenced();
+  return undefined;
 }

@@ -232,28 +232,44 @@ describe("a pool write whose outcome is unknown", () => {
   const key = (id: string) => attachmentKey({ containerId: id, ifName: "net1" });
   const wide = parseRange({ range: "10.0.0.0/28" });
   const narrow = parseRange({ range: "10.0.0.0/30" });
+  const ref = { network: "", cidr: wide.cidr.text };
 
-  it("keeps the claim it created: the write may have landed, and an overlapping pool must not take the address", async () => {
+  /** The pool write times out once: it reached the store ("landed"), or not ("lost"); `down` makes every later call fail too. */
+  function flaky(shared: IpamStore, outcome: "landed" | "lost", down = false): IpamStore {
+    let failed = false;
+    return delegatingStore(shared, {
+      async writePool(r, pool, expected) {
+        if (failed && !down) return shared.writePool(r, pool, expected);
+        if (failed) throw new StoreUnavailableError("still down");
+        failed = true;
+        if (outcome === "landed") await shared.writePool(r, pool, expected);
+        throw new StoreUnavailableError("timed out");
+      },
+      readPool: (r) => (failed && down ? Promise.reject(new StoreUnavailableError("still down")) : shared.readPool(r)),
+    });
+  }
+
+  it("is found out from the store: landed answers the ADD, lost is fenced (it can never land) and retried; one claim, naming it", async () => {
     for (const outcome of ["landed", "lost"] as const) {
       const shared = createMemoryStore();
-      let failNext = true;
-      // the pool write times out: it reached the store ("landed") or not ("lost"), the caller cannot tell
-      const flaky: IpamStore = {
-        ...shared,
-        name: shared.name,
-        capabilities: shared.capabilities,
-        async writePool(ref, pool, expected) {
-          if (!failNext) return shared.writePool(ref, pool, expected);
-          failNext = false;
-          if (outcome === "landed") await shared.writePool(ref, pool, expected);
-          throw new StoreUnavailableError("timed out");
-        },
-      };
-      const ipam = createIpam({ store: flaky, retry: { sleep: async () => {} } });
+      const ipam = createIpam({ store: flaky(shared, outcome), retry: { sleep: async () => {} } });
+      const [got] = await ipam.allocate({ ranges: [wide], key: key("a") });
+      const held = (await shared.readPool(ref))?.pool.forKey(key("a"));
+      expect(held?.offset, outcome).toBe(got?.reservation.offset);
+      const claims = await shared.listClaims("");
+      expect(claims.map((c) => c.address)).toEqual([got && formatIp(got.address)]);
+      expect((await shared.readClaim(claims[0] as (typeof claims)[number]))?.claim.key).toEqual(key("a"));
+    }
+  });
+
+  it("where the store cannot tell, keeps the claim it created: the write may have landed, and an overlapping pool must not take the address", async () => {
+    for (const outcome of ["landed", "lost"] as const) {
+      const shared = createMemoryStore();
+      const ipam = createIpam({ store: flaky(shared, outcome, true), retry: { sleep: async () => {} } });
       await expect(ipam.allocate({ ranges: [wide], key: key("a") })).rejects.toBeInstanceOf(StoreUnavailableError);
       expect(await shared.listClaims("")).toHaveLength(1);
       // the runtime retries the same ADD: the same address, whichever way the write went
-      const [again] = await ipam.allocate({ ranges: [wide], key: key("a") });
+      const [again] = await createIpam({ store: shared, retry: { sleep: async () => {} } }).allocate({ ranges: [wide], key: key("a") });
       // an overlapping pool never gets that address
       const other = createIpam({ store: shared, retry: { sleep: async () => {} } });
       const [beside] = await other.allocate({ ranges: [narrow], key: key("b") });

@@ -1,7 +1,7 @@
 import { type AllocationPolicy, allocate, type ConditionalReleaseOutcome, release, releaseIf } from "./allocator.js";
-import { OwedClaims, repairClaim } from "./claim-repair.js";
-import { claimAddress, claimRefFor, dropClaim, ownClaimVersions, planClaim } from "./claims.js";
-import { AddressUnavailableError, InvalidRequestError, StoreConflictError } from "./errors.js";
+import { type ClaimedWrite, claimThenWrite, OwedClaims, repairClaim } from "./claim-repair.js";
+import { claimRefFor, dropClaim, ownClaimVersions, planClaim } from "./claims.js";
+import { AddressUnavailableError, InvalidRequestError } from "./errors.js";
 import { cidrContains, formatIp, type Ip, ipAt, parseCidr, parseIp } from "./ip.js";
 import type { AttachmentKey } from "./key.js";
 import { Pool } from "./pool.js";
@@ -88,14 +88,6 @@ interface ReleaseDecision {
   outcomes: ConditionalReleaseOutcome[];
 }
 
-/** A pool write that claims one address first. */
-interface ClaimedWrite {
-  claimRef: ClaimRef;
-  claim: Claim;
-  ref: PoolRef;
-  pool: Pool;
-  expected: Version | undefined;
-}
 /** After a lost race on an entry-level store, choose among this many free addresses. */
 const SPREAD = 128;
 
@@ -162,7 +154,7 @@ export function createIpam(options: IpamOptions): Ipam {
         const taken = entryWrites
           ? await reserveEntry(ref, result.reservation, result.pool.lastOffset, protect ? { claimRef, claim } : undefined, attempt)
           : store.commit === undefined
-            ? await claimThenWrite({ claimRef, claim, ref, pool: result.pool, expected: stored?.version }, owed)
+            ? await claimThenWrite(store, { claimRef, claim, ref, pool: result.pool, expected: stored?.version }, result.reservation, owed)
             : await claimAndWriteAtomically(store.commit.bind(store), {
                 claimRef,
                 claim,
@@ -179,34 +171,6 @@ export function createIpam(options: IpamOptions): Ipam {
       }
       throw new InvalidRequestError(`gave up after ${MAX_PROBES} addresses of ${range.cidr.text} held in overlapping pools`);
     }, retry);
-  }
-
-  /**
-   * Stores without transactions: claim (fenced protocol), then the pool write. Returns the holder
-   * when taken. A claim left by a pool write that lost a race is undone before the call answers or
-   * retries: one created from nothing is deleted at once (nobody else relies on its version); one
-   * taken over from somebody is owed (`OwedClaims`): it is made to match the pool as re-read, fenced
-   * by the next pool write. After a timeout or a reset the write may have landed: the claim stays.
-   */
-  async function claimThenWrite(
-    { claimRef, claim, ref, pool, expected }: ClaimedWrite,
-    owed: OwedClaims | undefined,
-  ): Promise<Claim | undefined> {
-    owed?.forget(claimRef);
-    const outcome = await claimAddress(store, claimRef, claim);
-    if (outcome.kind === "taken") return outcome.by;
-    try {
-      await store.writePool(ref, pool, expected);
-    } catch (error) {
-      if (error instanceof StoreConflictError) {
-        if (outcome.created) await store.deleteClaim(claimRef, outcome.version).catch(() => undefined);
-        else owed?.add(claimRef, claim, outcome.version);
-      }
-      throw error;
-    }
-    // this write, at the version the owed claims were judged against, was their fence
-    await owed?.fenced();
-    return undefined;
   }
 
   /** Stores with transactions: the claim and the pool in one commit. Returns the holder when taken. */
