@@ -29,7 +29,8 @@ beforeAll(() => {
 afterAll(removeTempDirs);
 
 /** helm's note that crds/crds.yaml is a symlink (to packages/storage-kubernetes/manifests/crds.yaml, so the CRDs are not forked). */
-const SYMLINK_NOTE = /^level=INFO msg="found symbolic link in path\. Contents of linked file included and used" path=\S+crds\/crds\.yaml .*\n/gm;
+const SYMLINK_NOTE =
+  /^level=INFO msg="found symbolic link in path\. Contents of linked file included and used" path=\S+crds\/crds\.yaml .*\n/gm;
 
 /** Runs helm with a HOME of its own; stderr without the symlink note. */
 function helmRun(args: string[]): { code: number | null; stdout: string; stderr: string } {
