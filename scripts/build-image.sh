@@ -9,7 +9,9 @@
 #   /app/dist/ipamkit-node, ipamkit-*.cjs (+ .v8cache)   the plugin's Node files (direct mode, the agent's stores)
 #   /app/dist/ipamkit-agent      the node-local agent
 #   /app/dist/ipamkit-install    the DaemonSet's installer; /app/dist/ipamkit-probe its agent probe
-#   /app/reconciler/ipamkit-reconciler.cjs (+ /app/proto, etcd3's gRPC schema)   the reconciler
+#   /app/reconciler/ipamkit-reconciler.cjs   the reconciler
+#   /app/cli/ipamkit-cli.cjs     the ipamkit command (pools, show, audit, release)
+#   /app/proto                   etcd3's gRPC schema, which both read at load time
 # Needs root (buildah's vfs storage, kept in a temporary directory and removed afterwards),
 # Debian's buildah (apt-get install -y buildah), Node 20 and the workspace's dependencies
 # (pnpm install). IPAMKIT_IMAGE_TAG overrides the image reference inside the archive.
@@ -28,7 +30,7 @@ command -v node >/dev/null || fail "node is not on PATH"
 [[ $(id -u) -eq 0 ]] || fail "run as root (buildah's vfs storage without a user namespace)"
 started=$(date +%s.%N)
 
-# 1. the files: the plugin and agent, the installer and probe, the reconciler bundle.
+# 1. the files: the plugin and agent, the installer and probe, the reconciler and CLI bundles.
 # IPAMKIT_PLUGIN_DIST / IPAMKIT_INSTALL_DIST name already built dist/ directories to take instead
 # of building examples/cni-plugin and examples/install (the image test passes its own copies, so
 # that the build does not empty a dist/ other tests are running from).
@@ -63,7 +65,7 @@ if [[ -z "$install_dist" ]]; then
   install_dist="$root/examples/install/dist"
 fi
 cp "$install_dist/ipamkit-install" "$install_dist/ipamkit-probe" "$stage/app/dist/" || fail "no ipamkit-install/ipamkit-probe in $install_dist"
-(cd "$root/examples/cron-reconciler" && node "$root/examples/install/image/bundle-reconciler.mjs" "$stage/app")
+node "$root/examples/install/image/bundle-programs.mjs" "$stage/app"
 
 # 2. Node and the shared libraries it links (the paths ldd resolves, and the dynamic loader)
 node_bin="$(readlink -f "$(command -v node)")"
@@ -87,7 +89,7 @@ ctr="$("${bah[@]}" from scratch)"
   --cmd '["/app/dist/ipamkit-install", "--help"]' \
   --label "org.opencontainers.image.title=ipamkit" \
   --label "org.opencontainers.image.version=$version" \
-  --label "org.opencontainers.image.description=ipamkit: CNI IPAM plugin, node agent, installer and reconciler" \
+  --label "org.opencontainers.image.description=ipamkit: CNI IPAM plugin, node agent, installer, reconciler and CLI" \
   "$ctr"
 mkdir -p "$(dirname "$out")"
 rm -f "$out"

@@ -73,7 +73,7 @@ describe("the OCI image", () => {
     expect(JSON.parse(version.stdout)).toMatchObject({ supportedVersions: expect.arrayContaining(["1.1.0"]) });
   });
 
-  it("its agent, chrooted, serves ADD/STATUS/DEL to the static binary its installer put on a host without Node; its probe answers", async () => {
+  it("its agent, chrooted, serves ADD/STATUS/DEL to the static binary its installer put on a host without Node; its probe and CLI answer", async () => {
     const shared = tempDir("ipamkit-imgrun-"); // 0700 root: a socket directory the agent accepts
     const socket = join(shared, "agent.sock");
     const [file, ...args] = inImage(
@@ -117,6 +117,16 @@ describe("the OCI image", () => {
       expect((await run(join(hostBin, "ipamkit"), [], env("STATUS"), conf)).code).toBe(0);
       expect((await run(join(hostBin, "ipamkit"), [], env("DEL"), conf)).code).toBe(0);
       expect((await run(join(hostBin, "ipamkit"), [], env("ADD"), conf)).stdout).toContain("10.88.0.1/24"); // freed, handed out again
+      // the image's CLI reads the same store through the same flat file
+      const flatFile = join(host, "etc/cni/net.d/whereabouts.d/whereabouts.conf");
+      const pools = await runInImage(
+        [[shared, shared]],
+        ["/usr/bin/node", "/app/cli/ipamkit-cli.cjs", "pools", "--config", flatFile, "--json"],
+      );
+      expect(pools.stderr).toBe("");
+      expect(pools.code).toBe(0);
+      const listed = (JSON.parse(pools.stdout) as { pools: Array<{ pool: string; used: number }> }).pools;
+      expect(listed.map(({ pool, used }) => ({ pool, used }))).toEqual([{ pool: "10.88.0.0/24", used: 1 }]);
     } finally {
       agent.child.kill("SIGTERM");
     }
