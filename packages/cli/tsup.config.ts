@@ -1,5 +1,6 @@
 import { defineConfig } from "tsup";
 import { preset } from "../../scripts/tsup.preset.js";
 
-// src/cli.ts is the `ipamkit` bin (ESM, with its shebang); src/index.ts the library.
-export default defineConfig(preset({ entry: ["src/index.ts", "src/cli.ts"] }));
+// The library (src/index.ts). The `ipamkit` bin is built after it by tsup.bin.config.ts, into
+// dist/bin/, so that it is neither cleaned away by this build nor taken for an unexported entry.
+export default defineConfig(preset());

@@ -15,7 +15,7 @@ import {
 } from "@ipamkit/core";
 
 /** The built `ipamkit` bin: tests run it as a process, as an operator does. */
-export const BIN = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+export const BIN = fileURLToPath(new URL("../dist/bin/ipamkit.js", import.meta.url));
 
 export interface BinResult {
   code: number;
