@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { type Agent, startAgent } from "@ipamkit/agent";
+import type { MetricsServer } from "@ipamkit/agent/metrics";
 import { NODE_NAME } from "@ipamkit/cni";
 import pino from "pino";
 import { DATASTORES, type Datastore, loadStoreCode, openStore } from "./open-store.js";
@@ -10,6 +11,7 @@ import { DATASTORES, type Datastore, loadStoreCode, openStore } from "./open-sto
 const USAGE =
   "usage: ipamkit-agent --socket PATH [--node-name NAME] [--log-level info] [--warm etcd,kubernetes,file]\n" +
   "                     [--idle-timeout SECONDS (10)] [--drain-timeout SECONDS (10)]\n" +
+  "                     [--metrics-address HOST:PORT (off; serves /metrics and /healthz)]\n" +
   "       (a scale simulation may host several nodes: --socket PATH --node-name NAME, repeated, one name per socket)";
 
 /** Each agent this process runs: its socket and its node's name (undefined: the host name). */
@@ -47,6 +49,7 @@ async function main(): Promise<number> {
     warm?: string;
     "idle-timeout"?: string;
     "drain-timeout"?: string;
+    "metrics-address"?: string;
     help?: boolean;
   };
   try {
@@ -58,6 +61,7 @@ async function main(): Promise<number> {
         warm: { type: "string" },
         "idle-timeout": { type: "string" },
         "drain-timeout": { type: "string" },
+        "metrics-address": { type: "string" },
         help: { type: "boolean" },
       },
       strict: true,
@@ -102,18 +106,59 @@ async function main(): Promise<number> {
     process.stderr.write(`error: --log-level: unknown level ${JSON.stringify(values["log-level"])}\n${USAGE}\n`);
     return 2;
   }
+  const metricsAddress = values["metrics-address"];
+  // off unless asked for: prom-client is not even loaded then (agent start time)
+  const metricsCode = metricsAddress === undefined ? undefined : await import("@ipamkit/agent/metrics");
+  if (metricsCode !== undefined && metricsAddress !== undefined) {
+    try {
+      metricsCode.parseListenAddress(metricsAddress);
+    } catch (error) {
+      process.stderr.write(`error: --metrics-address: ${(error as Error).message}\n${USAGE}\n`);
+      return 2;
+    }
+  }
+  const metrics = metricsCode?.createAgentMetrics();
+  const wired =
+    metrics === undefined
+      ? { openStore }
+      : {
+          openStore: async (config: Parameters<typeof openStore>[0]) => metrics.countStore(await openStore(config)),
+          onCall: metrics.onCall,
+        };
   const agents: Agent[] = [];
+  let metricsServer: MetricsServer | undefined;
+  let stopping = false;
   for (const { socket, nodeName } of hosted) {
     // several hosted nodes: every line says whose agent logged it
     const log = hosted.length > 1 ? logger.child({ node: nodeName }) : logger;
     try {
-      agents.push(
-        await startAgent({ socketPath: socket, openStore, logger: log, ...timeouts, ...(nodeName === undefined ? {} : { nodeName }) }),
-      );
+      const agent = await startAgent({
+        socketPath: socket,
+        ...wired,
+        logger: log,
+        ...timeouts,
+        ...(nodeName === undefined ? {} : { nodeName }),
+      });
+      agents.push(agent);
+      metrics?.watch(agent.stats);
     } catch (error) {
       log.fatal(`cannot start: ${(error as Error).message}`);
       // one plain line too, for whoever reads the container's stderr
       process.stderr.write(`ipamkit-agent: cannot start: ${(error as Error).message}\n`);
+      await Promise.all(agents.map((agent) => agent.close()));
+      return 1;
+    }
+  }
+  if (metricsCode !== undefined && metrics !== undefined && metricsAddress !== undefined) {
+    try {
+      metricsServer = await metricsCode.startMetricsServer({
+        address: metricsAddress,
+        registry: metrics.registry,
+        healthy: () => !stopping,
+      });
+      logger.info({ url: metricsServer.url }, "metrics listening");
+    } catch (error) {
+      process.stderr.write(`ipamkit-agent: cannot serve metrics on ${metricsAddress}: ${(error as Error).message}\n`);
       await Promise.all(agents.map((agent) => agent.close()));
       return 1;
     }
@@ -128,7 +173,9 @@ async function main(): Promise<number> {
       });
     }
   });
+  stopping = true;
   await Promise.all(agents.map((agent) => agent.close()));
+  await metricsServer?.close();
   return 0;
 }
 

@@ -32,6 +32,8 @@ export interface AgentOptions {
   idleTimeoutMs?: number;
   /** close() waits this long at most for the calls in flight (default 10 000 ms). */
   drainTimeoutMs?: number;
+  /** Told of every answered CNI call (metrics.ts's onCall). */
+  onCall?: (call: { command: string; response: AgentResponse; seconds: number }) => void;
 }
 
 export interface AgentStats {
@@ -213,15 +215,20 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         stats.raw++;
       }
       stats.requests++;
+      const started = performance.now();
+      const told = (response: AgentResponse) => {
+        options.onCall?.({ command: env.CNI_COMMAND ?? "", response, seconds: (performance.now() - started) / 1000 });
+        return response;
+      };
       if (pastDeadline(deadline)) {
         // read only now: the agent was stopped (SIGSTOP) or overloaded while the caller waited
         stats.expired++;
         logger.warn({ command: env.CNI_COMMAND, containerId: env.CNI_CONTAINERID }, "call past its deadline: not performed");
-        return respond(expiredAnswer(stdin, deadline));
+        return respond(told(expiredAnswer(stdin, deadline)));
       }
       stats.inFlight++;
       try {
-        respond(await answer(env, stdin, callFs, deadline));
+        respond(told(await answer(env, stdin, callFs, deadline)));
       } catch (error) {
         // dispatch answers every error itself; this is a bug, reported as one
         logger.error({ err: error }, "unexpected failure");

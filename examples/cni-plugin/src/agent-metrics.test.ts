@@ -1,0 +1,100 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AGENT, type AgentProcess, startAgentProcess } from "../test/agent-process.js";
+import { cniEnv, runPlugin } from "../test/run-plugin.js";
+
+// Scrapes a real agent process (dist/ipamkit-agent) after real calls through the binary.
+
+let dir: string;
+let agent: AgentProcess | undefined;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "ipamkit-agent-metrics-"));
+  writeFileSync(join(dir, "whereabouts.conf"), "{}");
+});
+afterEach(async () => {
+  await agent?.stop();
+  agent = undefined;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const socketPath = () => join(dir, "run", "agent.sock");
+const netconf = {
+  cniVersion: "1.1.0",
+  name: "metrics-net",
+  // a /30: two addresses, so the third ADD fails (a CNI error code)
+  ipam: {
+    type: "ipamkit",
+    range: "10.61.0.0/30",
+    data_dir: join("DIR", "store"),
+    configuration_path: "DIR",
+    agent_socket: "SOCK",
+    agent_required: true,
+  },
+};
+const conf = () => JSON.parse(JSON.stringify(netconf).replaceAll("DIR", dir).replaceAll("SOCK", socketPath())) as object;
+
+/** The URL the agent logged for its metrics server. */
+async function metricsUrl(process: AgentProcess): Promise<string> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const line = process
+      .log()
+      .split("\n")
+      .find((l) => l.includes('"msg":"metrics listening"'));
+    if (line !== undefined) return (JSON.parse(line) as { url: string }).url;
+    if (Date.now() > deadline) throw new Error(`no "metrics listening" line:\n${process.log()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The value of one sample line, e.g. `ipamkit_cni_calls_total{command="ADD",code="0"}`. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+describe("agent metrics (--metrics-address)", () => {
+  it("counts calls by command and result code, their latency, and store requests; /healthz answers", async () => {
+    agent = await startAgentProcess(socketPath(), { args: ["--metrics-address", "127.0.0.1:0"] });
+    const url = await metricsUrl(agent);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    for (const id of ["m1", "m2"]) expect((await runPlugin(cniEnv("ADD", id), conf())).code).toBe(0);
+    const full = await runPlugin(cniEnv("ADD", "m3"), conf());
+    expect(full.code).toBe(1);
+    const code = (full.json as { code: number }).code;
+    expect((await runPlugin(cniEnv("DEL", "m1"), conf())).code).toBe(0);
+
+    const response = await fetch(`${url}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await response.text();
+    expect(sample(text, 'ipamkit_cni_calls_total{command="ADD",code="0"}')).toBe(2);
+    expect(sample(text, `ipamkit_cni_calls_total{command="ADD",code="${code}"}`)).toBe(1);
+    expect(sample(text, 'ipamkit_cni_calls_total{command="DEL",code="0"}')).toBe(1);
+    expect(sample(text, 'ipamkit_cni_call_duration_seconds_count{command="ADD"}')).toBe(3);
+    expect(sample(text, 'ipamkit_cni_call_duration_seconds_bucket{le="10",command="ADD"}')).toBe(3);
+    expect(sample(text, 'ipamkit_store_requests_total{store="storage-file",op="writePool",result="ok"}')).toBeGreaterThanOrEqual(3);
+    expect(sample(text, "ipamkit_store_conflicts_retried_total")).toBe(0);
+    expect(sample(text, "ipamkit_agent_stores")).toBe(1);
+    expect(text).toMatch(/^ipamkit_agent_process_resident_memory_bytes \d+/m);
+
+    const health = await fetch(`${url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.text()).toBe("ok\n");
+    expect((await fetch(`${url}/other`)).status).toBe(404);
+  });
+
+  it("is off unless configured; a bad address is a one-line usage error", async () => {
+    agent = await startAgentProcess(socketPath());
+    expect((await runPlugin(cniEnv("ADD", "o1"), conf())).code).toBe(0);
+    expect(agent.log()).not.toMatch(/metrics listening/);
+    const bad = spawnSync(AGENT, ["--socket", join(dir, "b.sock"), "--metrics-address", "localhost"], { encoding: "utf8" });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr.split("\n")[0]).toBe(
+      'error: --metrics-address: "localhost" is not host:port (e.g. 127.0.0.1:9464, [::1]:9464, :9464)',
+    );
+  });
+});
