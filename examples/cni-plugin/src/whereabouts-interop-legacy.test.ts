@@ -3,9 +3,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findWhereabouts } from "@ipamkit/kube-apiserver-launcher";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { attachment, cni, describeCall, type Interop, interopConf, startInterop } from "../test/whereabouts.js";
+import {
+  attachment,
+  cni,
+  describeCall,
+  GROUP,
+  type Interop,
+  interopConf,
+  POOL_NAMESPACE,
+  startInterop,
+  VERSION,
+} from "../test/whereabouts.js";
 import { preV08Crds, runReconciler, writeLegacyPool } from "../test/whereabouts-legacy.js";
-import { addressAt, problems, readState } from "../test/whereabouts-state.js";
+import { addressAt, poolName, problems, readState } from "../test/whereabouts-state.js";
 
 // A pool exactly as Whereabouts v0.6.x left it, on the CRDs of that time (no `ifname`: the API
 // server prunes it from every write, ipamkit's included), taken over by ipamkit.
@@ -47,10 +57,17 @@ const ids = async () => (await readState(interop, RANGE)).entries.map((e) => `${
 const noCorrupt = (text: string) => expect(text).not.toMatch(/corrupt/i);
 
 describe("a pool Whereabouts v0.6.x wrote, on a CRD without ifname", () => {
-  it("the fixture is what v0.6 left: the API server pruned nothing of it and keeps no ifname", async () => {
+  it("the fixture is what v0.6 left, and this CRD prunes ifname from whatever writes it", async () => {
     const state = await readState(interop, RANGE);
     expect(state.entries.map((e) => e.ifname)).toEqual([undefined, undefined, undefined]);
     expect(problems(state)).toEqual([]);
+    const probe = "10.82.9.0/24";
+    await writeLegacyPool(interop, probe, [], at);
+    const base = { group: GROUP, version: VERSION, namespace: POOL_NAMESPACE, plural: "ippools", name: poolName(probe) };
+    const pool = (await interop.custom.getNamespacedCustomObject(base)) as { spec: { allocations: Record<string, unknown> } };
+    pool.spec.allocations["1"] = { id: "probe", podref: "default/probe", ifname: "net1" };
+    await interop.custom.replaceNamespacedCustomObject({ ...base, body: pool });
+    expect((await readState(interop, probe)).entries).toEqual([{ address: "10.82.9.1", id: "probe", podref: "default/probe" }]);
   });
 
   it("ipamkit ADD of a new attachment works there and takes a free address; its repeated ADDs never get a second one", async () => {
