@@ -5,7 +5,7 @@
 #   ${IPAMKIT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ipamkit}/whereabouts-<version>/whereabouts
 #   ${IPAMKIT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ipamkit}/whereabouts-<version>/crds/*.yaml
 # A binary already there is kept: the build happens once per machine and version. Prints the
-# binary's path and the CRD folder. A cold build takes minutes on 2 cores; see README.md.
+# binary's path and the CRD folder. A cold build takes ~2 min on 2 cores; see README.md.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"

@@ -64,7 +64,7 @@ export function findWhereabouts(env: NodeJS.ProcessEnv = process.env): Whereabou
   if (missing.length > 0)
     throw new Error(
       `[kube-apiserver-launcher] Whereabouts ${build.version} not built: ${missing.join(", ")} — run ${WHEREABOUTS_BUILD_SCRIPT} once on this machine ` +
-        "(Go and the Go module proxy; a cold build takes minutes). `npm test` runs it before the tests.",
+        "(Go and the Go module proxy; ~2 min cold on 2 cores). `npm test` runs it before the tests.",
     );
   return build;
 }
