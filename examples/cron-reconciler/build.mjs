@@ -14,7 +14,7 @@ await build({
   target: "node20",
   conditions: ["@ipamkit/source", "import", "module", "node"],
   packages: "bundle",
-  external: ["@kubernetes/client-node", "etcd3", "cockatiel", "pino", "croner"],
+  external: ["@kubernetes/client-node", "etcd3", "cockatiel", "pino", "croner", "prom-client"],
   banner: { js: "#!/usr/bin/env node" },
   logLevel: "warning",
 });

@@ -26,6 +26,8 @@ export interface Options {
   leaseNamespace?: string;
   identity?: string;
   logLevel: string;
+  /** host:port for Prometheus /metrics and /healthz (off when unset). */
+  metricsAddress?: string;
 }
 
 /** Whereabouts' installer default (`WHEREABOUTS_RECONCILER_CRON`), in UTC. */
@@ -59,6 +61,7 @@ export const USAGE = `usage: node dist/main.js [options]
   --lease-name NAME        default ipamkit-reconciler; --lease-namespace NS (default: pool namespace)
   --identity ID            leader-election identity (default: POD_NAME, else the host name)
   --log-level LEVEL        pino level (default info)
+  --metrics-address H:P    serve Prometheus /metrics and /healthz there (default off; not with --once)
   --help`;
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -124,6 +127,7 @@ export function parseOptions(argv: string[]): Options | "help" {
     }
   }
   if (v.resync !== undefined && !watch) throw new UsageError("--resync is only used with --watch");
+  if (v["metrics-address"] !== undefined && once) throw new UsageError("--metrics-address is not used with --once");
   const resyncMs = parseDuration("--resync", v.resync ?? "10m");
   if (resyncMs <= 0) throw new UsageError("--resync must be positive");
   return {
@@ -160,6 +164,7 @@ export function parseOptions(argv: string[]): Options | "help" {
     ...(v["lease-namespace"] === undefined ? {} : { leaseNamespace: v["lease-namespace"] }),
     ...(v.identity === undefined ? {} : { identity: v.identity }),
     logLevel: v["log-level"] ?? "info",
+    ...(v["metrics-address"] === undefined ? {} : { metricsAddress: v["metrics-address"] }),
   };
 }
 
@@ -195,6 +200,7 @@ function parse(argv: string[]) {
       "lease-namespace": string,
       identity: string,
       "log-level": string,
+      "metrics-address": string,
       help: flag,
     },
   });

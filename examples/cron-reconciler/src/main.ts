@@ -64,6 +64,11 @@ async function run(options: Options, logger: Logger, shutdown: AbortSignal): Pro
     logger,
   };
   logger.info({ datastore: options.datastore, namespace, dryRun: options.dryRun, graceMs: options.graceMs }, "ipamkit reconciler starting");
+  const metrics = options.metricsAddress === undefined ? undefined : await startMetrics(options.metricsAddress, logger, shutdown);
+  const reported = (report: ReconcileReport) => {
+    logReport(logger, report);
+    metrics?.pass(report);
+  };
   try {
     if (options.once) {
       const report = await reconcileOnce(reconcile);
@@ -73,15 +78,16 @@ async function run(options: Options, logger: Logger, shutdown: AbortSignal): Pro
     const work = async (signal: AbortSignal) => {
       if (options.watch) {
         await runPodController(
-          { ...reconcile, kubeConfig, resyncMs: options.resyncMs, onPass: (p) => p.report && logReport(logger, p.report) },
+          { ...reconcile, kubeConfig, resyncMs: options.resyncMs, onPass: (p) => p.report && reported(p.report) },
           signal,
         );
         return;
       }
       const job = async () => {
         try {
-          logReport(logger, await reconcileOnce(reconcile));
+          reported(await reconcileOnce(reconcile));
         } catch (error) {
+          metrics?.passFailed();
           logger.error({ err: error }, "reconcile failed; tried again at the next scheduled time");
         }
       };
@@ -91,7 +97,15 @@ async function run(options: Options, logger: Logger, shutdown: AbortSignal): Pro
         signal,
       );
     };
-    if (!options.leaderElection) await work(shutdown);
+    const leading = async (signal: AbortSignal) => {
+      metrics?.leading(true);
+      try {
+        await work(signal);
+      } finally {
+        metrics?.leading(false);
+      }
+    };
+    if (!options.leaderElection) await leading(shutdown);
     else {
       const elector = createLeaderElector({
         kubeConfig,
@@ -100,14 +114,27 @@ async function run(options: Options, logger: Logger, shutdown: AbortSignal): Pro
         identity: options.identity ?? process.env.POD_NAME ?? hostname(),
         logger,
       });
-      await elector.run(work, shutdown);
+      await elector.run(leading, shutdown);
     }
     logger.info("ipamkit reconciler stopped");
     return 0;
   } finally {
     pods.close();
     await store.close();
+    await metrics?.close();
   }
+}
+
+/** Prometheus /metrics and /healthz (200 until shutdown); prom-client is loaded only here. */
+async function startMetrics(address: string, logger: Logger, shutdown: AbortSignal) {
+  const [{ startMetricsServer }, { createReconcilerMetrics }] = await Promise.all([
+    import("@ipamkit/agent/metrics"),
+    import("./metrics.js"),
+  ]);
+  const metrics = createReconcilerMetrics();
+  const server = await startMetricsServer({ address, registry: metrics.registry, healthy: () => !shutdown.aborted });
+  logger.info({ url: server.url }, "metrics listening");
+  return { ...metrics, close: () => server.close() };
 }
 
 /** Exit codes: 0 done, 1 a failed pass (or a failure to start), 2 a usage error. Never a stack trace as the answer. */
@@ -119,6 +146,14 @@ async function main(): Promise<number> {
     if (options === "help") {
       process.stdout.write(`${USAGE}\n`);
       return 0;
+    }
+    if (options.metricsAddress !== undefined) {
+      const { parseListenAddress } = await import("@ipamkit/agent/metrics");
+      try {
+        parseListenAddress(options.metricsAddress);
+      } catch (error) {
+        throw new UsageError(`--metrics-address: ${(error as Error).message}`);
+      }
     }
     try {
       logger = pino({ level: options.logLevel });
