@@ -14,7 +14,12 @@ beforeAll(async () => {
   const range = parseRange({ range: "10.9.0.0/24" });
   // two reservations of pods that do not exist: orphans (pod-missing)
   for (const id of ["gone-a", "gone-b"]) {
-    await ipam.allocate({ ranges: [range], key: attachmentKey({ containerId: id, ifName: "net1" }), podRef: `ns/${id}`, podUid: `uid-${id}` });
+    await ipam.allocate({
+      ranges: [range],
+      key: attachmentKey({ containerId: id, ifName: "net1" }),
+      podRef: `ns/${id}`,
+      podUid: `uid-${id}`,
+    });
   }
   await store.close();
 }, 180_000);
@@ -29,7 +34,15 @@ const sample = (text: string, series: string) => {
 
 describe("--metrics-address", () => {
   it("passes, releases by reason and leader status on /metrics; /healthz answers", async () => {
-    const app = startMain(["--kubeconfig", kube.kubeconfigPath, "--watch", "--metrics-address", "127.0.0.1:0", "--identity", "metrics-test"]);
+    const app = startMain([
+      "--kubeconfig",
+      kube.kubeconfigPath,
+      "--watch",
+      "--metrics-address",
+      "127.0.0.1:0",
+      "--identity",
+      "metrics-test",
+    ]);
     try {
       let url: string | undefined;
       let text = "";
