@@ -61,6 +61,26 @@ describe("ipamkit on the file store", () => {
     expect(text.stdout).toMatch(/\n\S+\s+ {2}10\.30\.0\.\d+\/28\s+3\s+1[46]\s+[\d.]+%\s+node-1/);
   });
 
+  it("pools without a config: each block with its node, every address its capacity, in address order", async () => {
+    await seedBlocks(store);
+    const r = await runBin(["pools", ...args, "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const { pools } = JSON.parse(r.stdout) as { pools: { pool: string; capacity: number; node?: string }[] };
+    expect(pools.map((p) => p.capacity)).toEqual([16, 16]);
+    expect(pools.map((p) => p.node).sort()).toEqual(["node-1", "node-2"]);
+    const starts = pools.map((p) => Number(p.pool.split("/")[0]?.split(".")[3]));
+    expect(starts).toEqual([...starts].sort((a, b) => a - b));
+  });
+
+  it("progress on stderr with --progress, none without (stderr is no terminal here)", async () => {
+    await seedClean(store);
+    const quiet = await runBin(["audit", ...args, "--grace", "0", "--settle", "0"]);
+    expect(quiet.stderr).toBe("");
+    const loud = await runBin(["audit", ...args, "--grace", "0", "--settle", "0", "--progress"]);
+    expect(loud.code).toBe(0);
+    expect(lines(loud.stderr)).toEqual(["… read 2 pools, 3 reservations", "… reading the overlapping-range claims of 1 network(s)"]);
+  });
+
   it("show: a pool's reservations (address, key, pod, age)", async () => {
     await seedClean(store);
     const r = await runBin(["show", `${NET}/10.20.0.0/24`, ...args]);

@@ -83,7 +83,21 @@ export async function readClaims(store: IpamStore, networks: readonly string[]):
   return out;
 }
 
-function capacityOf(ref: PoolRef, spec: StoreSpec): { capacity: bigint; range?: Range } {
+/** Pools by network, then by family and address (10.0.0.48/28 before 10.0.0.144/28), then prefix. */
+function byAddress(a: Read, b: Read): number {
+  if (a.ref.network !== b.ref.network) return a.ref.network < b.ref.network ? -1 : 1;
+  const x = parseCidr(a.ref.cidr);
+  const y = parseCidr(b.ref.cidr);
+  if (x.family !== y.family) return x.family < y.family ? -1 : 1;
+  if (x.network !== y.network) return x.network < y.network ? -1 : 1;
+  return x.prefix - y.prefix;
+}
+
+/**
+ * What a pool can hand out: its configured range's capacity (a block's share of it), else the
+ * CIDR's own range — or, for a block (whose range is not known without a config), every address.
+ */
+function capacityOf(ref: PoolRef, spec: StoreSpec, block: boolean): { capacity: bigint; range?: Range } {
   const cidr = parseCidr(ref.cidr);
   for (const range of spec.ranges ?? []) {
     if (range.cidr.text === cidr.text) return { capacity: range.capacity, range };
@@ -92,6 +106,7 @@ function capacityOf(ref: PoolRef, spec: StoreSpec): { capacity: bigint; range?: 
     const block = blockRange(blockLayout(range, spec.nodeBlockSize), (cidr.network - range.cidr.network) / cidr.size);
     return { capacity: block?.capacity ?? 0n, range };
   }
+  if (block) return { capacity: cidr.size };
   try {
     return { capacity: parseRange({ range: ref.cidr }).capacity };
   } catch {
@@ -110,10 +125,10 @@ export async function readInventory(store: IpamStore, spec: StoreSpec, progress:
   const owner = new Map(affinity.map((c) => [`${c.ref.network}\n${c.ref.address}`, c.stored.claim.key.containerId]));
   const pools: PoolView[] = [];
   const reservations: ObservedReservation[] = [];
-  for (const read of reads) {
-    const { capacity, range } = capacityOf(read.ref, spec);
+  for (const read of reads.sort(byAddress)) {
     const first = read.ref.cidr.slice(0, read.ref.cidr.indexOf("/"));
     const node = owner.get(`${affinityNetworkOf(read.ref.network)}\n${first}`);
+    const { capacity, range } = capacityOf(read.ref, spec, node !== undefined);
     const view: PoolView = {
       ref: read.ref,
       used: read.stored?.pool.size ?? 0,
