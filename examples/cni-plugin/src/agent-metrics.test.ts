@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -56,6 +56,19 @@ function sample(text: string, series: string): number | undefined {
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
+/** Every ipamkit_* metric the Grafana dashboard's queries name. */
+function dashboardMetrics(): string[] {
+  const dashboard = JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "..", "docs", "grafana", "ipamkit.json"), "utf8")) as {
+    panels: { targets?: { expr: string }[] }[];
+  };
+  const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+  return [...new Set(exprs.flatMap((e) => e.match(/ipamkit_[a-z_]+/g) ?? []))].sort();
+}
+
+/** True when a scrape declares the metric (a histogram's `_bucket` by its base name). */
+const exported = (text: string, name: string) =>
+  text.includes(`# TYPE ${name} `) || text.includes(`# TYPE ${name.replace(/_bucket$/, "")} histogram`);
+
 describe("agent metrics (--metrics-address)", () => {
   it("counts calls by command and result code, their latency, and store requests; /healthz answers", async () => {
     agent = await startAgentProcess(socketPath(), { args: ["--metrics-address", "127.0.0.1:0"] });
@@ -80,6 +93,11 @@ describe("agent metrics (--metrics-address)", () => {
     expect(sample(text, "ipamkit_store_conflicts_retried_total")).toBe(0);
     expect(sample(text, "ipamkit_agent_stores")).toBe(1);
     expect(text).toMatch(/^ipamkit_agent_process_resident_memory_bytes \d+/m);
+
+    // every agent metric the Grafana dashboard (docs/grafana/ipamkit.json) queries is one the agent exports
+    for (const name of dashboardMetrics().filter((m) => !m.startsWith("ipamkit_reconciler_"))) {
+      expect(exported(text, name), name).toBe(true);
+    }
 
     const health = await fetch(`${url}/healthz`);
     expect(health.status).toBe(200);

@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { attachmentKey, createIpam, parseRange } from "@ipamkit/core";
 import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
@@ -60,6 +62,11 @@ describe("--metrics-address", () => {
       expect(sample(text, 'ipamkit_reconciler_releases_total{reason="pod-missing",dry_run="false"}')).toBe(2);
       expect(sample(text, "ipamkit_reconciler_leader")).toBe(1);
       expect(sample(text, "ipamkit_reconciler_pools")).toBe(1);
+      // every reconciler metric the Grafana dashboard (docs/grafana/ipamkit.json) queries is one it exports
+      const dashboard = readFileSync(join(import.meta.dirname, "..", "..", "..", "docs", "grafana", "ipamkit.json"), "utf8");
+      const queried = [...new Set(dashboard.match(/ipamkit_reconciler_[a-z_]+/g) ?? [])];
+      expect(queried.length).toBeGreaterThan(4);
+      for (const name of queried) expect(text, name).toContain(`# TYPE ${name} `);
       const health = await fetch(`${url}/healthz`);
       expect(health.status).toBe(200);
     } finally {
