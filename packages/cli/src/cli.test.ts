@@ -81,6 +81,22 @@ describe("ipamkit on the file store", () => {
     expect(lines(loud.stderr)).toEqual(["… read 2 pools, 3 reservations", "… reading the overlapping-range claims of 1 network(s)"]);
   });
 
+  it("--config a Whereabouts flat file: its store and network_name", async () => {
+    await seedClean(store);
+    const flat = join(dir, "whereabouts.conf");
+    writeFileSync(flat, JSON.stringify({ datastore: "file", data_dir: dir, network_name: NET }));
+    const r = await runBin(["show", "10.20.0.0/25", "--config", flat, "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      network: NET,
+      pool: "10.20.0.0/25",
+      reservations: [{ address: "10.20.0.3", key: "ctr-c/net1" }],
+    });
+    const both = await runBin(["pools", "--config", flat, "--data-dir", dir]);
+    expect(both.code).toBe(2);
+    expect(lines(both.stderr)).toEqual(["error: --config and --data-dir exclude each other: the config names the store"]);
+  });
+
   it("show: a pool's reservations (address, key, pod, age)", async () => {
     await seedClean(store);
     const r = await runBin(["show", `${NET}/10.20.0.0/24`, ...args]);

@@ -136,36 +136,40 @@ export function addCommands(program: Command, io: Io): void {
           .argParser(duration("--settle")),
       )
       .option("--no-claims", "skip the overlapping-range claim checks (networks with enable_overlapping_ranges false)")
+      .option("--no-pods", "skip the pod checks (e.g. a kubeconfig that may not list pods)")
       .option("--allow-legacy", "report legacy Whereabouts entries without failing on them"),
-  ).action(async (flags: StoreFlags & OutputFlags & { grace: number; settle: number; claims: boolean; allowLegacy?: boolean }) => {
-    await withStore(flags, io, async ({ store, kubeConfig }, spec, progress) => {
-      let pods: (() => ReturnType<import("@ipamkit/reconciler").PodSource["list"]>) | undefined;
-      let close = () => {};
-      if (kubeConfig !== undefined) {
-        const { createKubernetesPodSource } = await import("@ipamkit/reconciler");
-        const source = createKubernetesPodSource({ kubeConfig });
-        pods = () => source.list();
-        close = () => source.close();
-      }
-      try {
-        const report = await audit({
-          store,
-          spec,
-          ...(pods === undefined ? {} : { pods }),
-          claims: flags.claims && spec.overlappingRanges !== false,
-          graceMs: flags.grace,
-          settleMs: flags.settle,
-          now: () => new Date(),
-          progress,
-        });
-        const failing = report.findings.filter((f) => !(flags.allowLegacy === true && f.kind === "legacy-entry")).length;
-        io.out(flags.json === true ? JSON.stringify({ ...report, failing }, null, 2) : auditText(report, failing));
-        io.exit(failing === 0 ? EXIT.ok : EXIT.findings);
-      } finally {
-        close();
-      }
-    });
-  });
+  ).action(
+    async (flags: StoreFlags & OutputFlags & { grace: number; settle: number; claims: boolean; pods: boolean; allowLegacy?: boolean }) => {
+      await withStore(flags, io, async ({ store, kubeConfig }, spec, progress) => {
+        let pods: (() => ReturnType<import("@ipamkit/reconciler").PodSource["list"]>) | undefined;
+        let close = () => {};
+        if (kubeConfig !== undefined && flags.pods) {
+          const { createKubernetesPodSource } = await import("@ipamkit/reconciler");
+          const source = createKubernetesPodSource({ kubeConfig });
+          pods = () => source.list();
+          close = () => source.close();
+        }
+        try {
+          const report = await audit({
+            store,
+            spec,
+            ...(pods === undefined ? {} : { pods }),
+            claims: flags.claims && spec.overlappingRanges !== false,
+            graceMs: flags.grace,
+            settleMs: flags.settle,
+            now: () => new Date(),
+            progress,
+          });
+          const failing = report.findings.filter((f) => !(flags.allowLegacy === true && f.kind === "legacy-entry")).length;
+          const skipped = kubeConfig === undefined ? "no kubeconfig" : "--no-pods";
+          io.out(flags.json === true ? JSON.stringify({ ...report, failing }, null, 2) : auditText(report, failing, skipped));
+          io.exit(failing === 0 ? EXIT.ok : EXIT.findings);
+        } finally {
+          close();
+        }
+      });
+    },
+  );
 
   storeOptions(
     program

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { IpamStore } from "@ipamkit/core";
-import { type EtcdInstance, freePort, startEtcd } from "@ipamkit/etcd-launcher";
+import { type EtcdInstance, freePort, makeTestCertificates, startEtcd } from "@ipamkit/etcd-launcher";
 import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { createEtcdStore } from "@ipamkit/storage-etcd";
 import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
@@ -98,6 +98,36 @@ describe.each(backends)("ipamkit on the $name store", (backend) => {
     if (podUid !== undefined) {
       // the planted entry names default/pod-x, which does not exist: the reconciler's verdict
       expect(findings).toContainEqual(expect.objectContaining({ kind: "pod-gone", address: "10.20.0.1", pool: "net-a/10.20.0.0/25" }));
+      const noPods = await runBin(["audit", ...args, "--grace", "0", "--settle", "0", "--no-pods"]);
+      expect(noPods.code).toBe(1);
+      expect(noPods.stdout).not.toMatch(/pod-gone/);
+      expect(noPods.stdout).toMatch(/pods not checked \(--no-pods\)$/m);
+    }
+  });
+});
+
+describe("etcd over mutual TLS", () => {
+  it("reads with --etcd-ca-file/--etcd-cert-file/--etcd-key-file; without a client certificate, one line, exit 2", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ipamkit-cli-tls-"));
+    const tls = makeTestCertificates(dir);
+    const etcd = await startEtcd({ tls });
+    const store = createEtcdStore({
+      endpoints: [etcd.endpoint],
+      tls: { caFile: tls.ca, certFile: tls.clientCert, keyFile: tls.clientKey },
+    });
+    try {
+      await seedClean(store);
+      const args = ["--etcd-endpoints", etcd.endpoint, "--etcd-ca-file", tls.ca];
+      const r = await runBin(["pools", ...args, "--etcd-cert-file", tls.clientCert, "--etcd-key-file", tls.clientKey, "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      expect((JSON.parse(r.stdout) as { pools: { used: number }[] }).pools.map((p) => p.used)).toEqual([2, 1]);
+      const denied = await runBin(["pools", ...args]);
+      expect(denied.code).toBe(2);
+      expect(lines(denied.stderr)).toHaveLength(1);
+      expect(denied.stderr).toMatch(/^error: .*etcd unavailable/);
+    } finally {
+      await store.close();
+      await etcd.stop();
     }
   });
 });

@@ -75,8 +75,8 @@ export function showTable(ref: PoolRef, stored: StoredPool, address: (offset: bi
   return `pool ${poolId(ref)}: ${rows.length} reservation(s)\n${table(["ADDRESS", "KEY", "POD", "AGE"], rows)}`;
 }
 
-export function auditText(report: AuditReport, failing: number): string {
-  const checks = `${report.pools} pool(s), ${report.reservations} reservation(s); claims ${report.checked.claims ? "checked" : "not checked"}, pods ${report.checked.pods ? "checked" : "not checked (no kubeconfig)"}`;
+export function auditText(report: AuditReport, failing: number, podsSkipped = "no kubeconfig"): string {
+  const checks = `${report.pools} pool(s), ${report.reservations} reservation(s); claims ${report.checked.claims ? "checked" : "not checked"}, pods ${report.checked.pods ? "checked" : `not checked (${podsSkipped})`}`;
   if (report.findings.length === 0) return `clean: ${checks}`;
   const rows = report.findings.map((f) => [
     f.kind,
