@@ -163,11 +163,11 @@ const findingId = (f: Finding) => [f.kind, f.network, f.address ?? "", f.pool ??
  * The audit: a scan, and when it finds anything, a second scan `settleMs` later; only what both
  * found is reported (an ADD or DEL in flight writes its claim and its entry a moment apart).
  */
-export async function audit(options: AuditOptions & { settleMs: number }): Promise<AuditReport> {
+export async function audit(options: AuditOptions & { settleMs: number; sleep?: (ms: number) => Promise<void> }): Promise<AuditReport> {
   const first = await auditOnce(options);
   if (first.findings.length === 0 || options.settleMs <= 0) return first;
   options.progress(`${first.findings.length} finding(s); reading again in ${options.settleMs} ms to drop calls in flight`);
-  await new Promise((resolve) => setTimeout(resolve, options.settleMs));
+  await (options.sleep ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms))))(options.settleMs);
   const second = await auditOnce(options);
   const before = new Set(first.findings.map(findingId));
   return { ...second, findings: second.findings.filter((f) => before.has(findingId(f))) };
