@@ -1,4 +1,5 @@
 import { formatIp, type IpamStore, ipAt, type PoolRef, parseCidr, poolId } from "@ipamkit/core";
+import type { PodSource } from "@ipamkit/reconciler";
 import { type Command, Option } from "commander";
 import { audit } from "./audit.js";
 import { CliError, EXIT } from "./errors.js";
@@ -141,7 +142,7 @@ export function addCommands(program: Command, io: Io): void {
   ).action(
     async (flags: StoreFlags & OutputFlags & { grace: number; settle: number; claims: boolean; pods: boolean; allowLegacy?: boolean }) => {
       await withStore(flags, io, async ({ store, kubeConfig }, spec, progress) => {
-        let pods: (() => ReturnType<import("@ipamkit/reconciler").PodSource["list"]>) | undefined;
+        let pods: PodSource["list"] | undefined;
         let close = () => {};
         if (kubeConfig !== undefined && flags.pods) {
           const { createKubernetesPodSource } = await import("@ipamkit/reconciler");
