@@ -35,7 +35,7 @@ export {
 } from "./errors.js";
 export type { Cidr, Family, Ip } from "./ip.js";
 export { cidrContains, cidrOf, cidrsOverlap, compareIp, familyBits, formatIp, ipAt, offsetOf, parseCidr, parseIp } from "./ip.js";
-export type { AllocateInput, Assigned, Ipam, IpamOptions, Released, ReleaseInput } from "./ipam.js";
+export type { AllocateInput, Assigned, Exclusive, Ipam, IpamOptions, Released, ReleaseInput } from "./ipam.js";
 export { createIpam, RELEASES_PER_WRITE } from "./ipam.js";
 export type { AttachmentKey } from "./key.js";
 export { attachmentKey, formatKey, isLegacyKey, parseKey, sameKey } from "./key.js";

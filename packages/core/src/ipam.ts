@@ -20,7 +20,17 @@ export interface IpamOptions {
   retry?: RetryOptions;
   /** Clock for creation times. */
   now?: () => Date;
+  /**
+   * Mutual exclusion with writers that coordinate by lock (e.g. Whereabouts' Lease): each
+   * `allocate` runs its writes inside it. Correctness never depends on it (every write stays
+   * compare-and-swapped); it only keeps such writers from seeing our claim land between their
+   * check and their create.
+   */
+  exclusive?: Exclusive;
 }
+
+/** Runs `fn` while holding a lock shared with other writers; see {@link IpamOptions.exclusive}. */
+export type Exclusive = <T>(fn: () => Promise<T>) => Promise<T>;
 
 export interface AllocateInput {
   /** `network_name`; "" for the unnamed network. */
@@ -285,24 +295,30 @@ export function createIpam(options: IpamOptions): Ipam {
     return placed;
   }
 
+  const exclusive: Exclusive = options.exclusive ?? ((fn) => fn());
+
+  /** Every range, all-or-nothing: on failure, undo what this call reserved (by exact key), then report the first error. */
+  async function allocateAll(input: AllocateInput, statics: readonly (string | undefined)[]): Promise<Assigned[]> {
+    const done: Assigned[] = [];
+    try {
+      for (const [i, range] of input.ranges.entries()) {
+        done.push(await allocateOne(refFor(input.network, range), range, input, statics[i]));
+      }
+      return done;
+    } catch (error) {
+      for (const a of done.filter((d) => !d.reused)) {
+        await releaseOne(a.pool, a.range, input.key).catch(() => undefined);
+      }
+      throw error;
+    }
+  }
+
   return {
     conflicts: counter,
     async allocate(input) {
       if (input.ranges.length === 0) throw new InvalidRequestError("no ranges to allocate from");
       const statics = placeStatics(input.ranges, input.addresses);
-      const done: Assigned[] = [];
-      try {
-        for (const [i, range] of input.ranges.entries()) {
-          done.push(await allocateOne(refFor(input.network, range), range, input, statics[i]));
-        }
-        return done;
-      } catch (error) {
-        // All-or-nothing: undo what this call reserved (by exact key), then report the first error.
-        for (const a of done.filter((d) => !d.reused)) {
-          await releaseOne(a.pool, a.range, input.key).catch(() => undefined);
-        }
-        throw error;
-      }
+      return exclusive(() => allocateAll(input, statics));
     },
     async release(input) {
       const out: Released[] = [];

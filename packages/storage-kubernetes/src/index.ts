@@ -8,3 +8,5 @@ export type { Kind, KubeObject } from "./objects.js";
 export { ANNOTATION, API_VERSION, GROUP, IPPOOL, RESERVATION, VERSION } from "./objects.js";
 export type { KubernetesStoreOptions } from "./options.js";
 export { DEFAULT_NAMESPACE, loadKubeConfig, resolveNamespace } from "./options.js";
+export type { WhereaboutsLeaseOptions } from "./lease.js";
+export { formatMicroTime, LeaseUnavailableError, whereaboutsLease } from "./lease.js";

@@ -1,0 +1,192 @@
+import { randomBytes } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import { type Exclusive, StoreConflictError, StoreUnavailableError } from "@ipamkit/core";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { createObjectApi, type ObjectApi } from "./api.js";
+import { STORE_NAME } from "./errors.js";
+import type { Kind, KubeObject } from "./objects.js";
+import { loadKubeConfig, resolveNamespace } from "./options.js";
+
+/**
+ * Whereabouts' own coordination, taken part in: Whereabouts (v0.5-v0.9) holds the cluster-wide
+ * Lease `whereabouts` (client-go leader election: 1 s lease, renewed every 0.5 s, released on
+ * completion) around its ORIP check, pool patch and ORIP create. Holding it around our own claim
+ * and pool writes keeps our claim from landing inside that window, where Whereabouts' create fails
+ * with AlreadyExists. Correctness never depends on it: every write stays compare-and-swapped.
+ */
+export interface WhereaboutsLeaseOptions {
+  /** A kubeconfig file, a loaded KubeConfig, or client-node's defaults (as the store). */
+  kubeconfig?: string | KubeConfig;
+  /** The pool namespace (the Lease lives there); default: as the store resolves it. */
+  namespace?: string;
+  /** Lease name; default "whereabouts" (node-slice mode names it after the node's pool). */
+  name?: string;
+  /** holderIdentity; default `ipamkit/<podRef or "cni">/<random>` — unique per hold. */
+  identity?: string;
+  /** Give up acquiring at this time (epoch ms); default `timeoutMs` from each acquisition's start. */
+  deadline?: number;
+  /** Wait at most this long to acquire when no `deadline` is given; default 60 000. */
+  timeoutMs?: number;
+  /** leaseDurationSeconds written; default 1, as Whereabouts (LeaseDuration 1500 ms). */
+  leaseDurationSeconds?: number;
+  /** Pause between attempts, and between renewals while held; default 500 ms, as Whereabouts. */
+  retryPeriodMs?: number;
+  /** Pause between reads while another holds it; default 200 ms (x1-1.2 jitter). */
+  pollMs?: number;
+  /** Per-request timeout; default 10 000 ms. */
+  requestTimeoutMs?: number;
+  /** Clock for acquireTime/renewTime (expiry is judged on the monotonic clock). */
+  now?: () => Date;
+}
+
+/** The Lease could not be acquired before the call's deadline. Retryable (CNI code 11). */
+export class LeaseUnavailableError extends StoreUnavailableError {
+  constructor(
+    readonly lease: string,
+    readonly holder: string,
+    waitedMs: number,
+  ) {
+    super(`Lease ${lease} still held by ${holder || "?"} after waiting ${Math.round(waitedMs)} ms: try again later`, {
+      component: STORE_NAME,
+    });
+  }
+}
+
+const LEASE: Kind = { kind: "Lease", plural: "leases", group: "coordination.k8s.io", version: "v1" };
+
+interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+  [field: string]: unknown;
+}
+type Lease = KubeObject & { spec?: LeaseSpec };
+
+/** metav1.MicroTime: exactly 6 fractional digits, or the API server answers 400 (client-node writes 3). */
+export function formatMicroTime(date: Date): string {
+  return `${date.toISOString().slice(0, -1)}000Z`;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+/** A write that lost a race (409) is `undefined`. */
+async function attempt(write: () => Promise<KubeObject>): Promise<Lease | undefined> {
+  try {
+    return (await write()) as Lease;
+  } catch (error) {
+    if (error instanceof StoreConflictError) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * An {@link Exclusive} over the Whereabouts Lease: each call acquires it (as client-go does: CAS
+ * on resourceVersion; taken when free, or when the record has not changed for its
+ * leaseDurationSeconds since first observed), renews it while `fn` runs, and releases it after by
+ * writing an empty holderIdentity (ReleaseOnCancel). Past the deadline: LeaseUnavailableError.
+ */
+export function whereaboutsLease(options: WhereaboutsLeaseOptions = {}): Exclusive {
+  const kubeConfig = loadKubeConfig(options.kubeconfig);
+  const namespace = resolveNamespace(kubeConfig, options.namespace);
+  const name = options.name ?? "whereabouts";
+  const durationSeconds = options.leaseDurationSeconds ?? 1;
+  const retryPeriodMs = options.retryPeriodMs ?? 500;
+  const now = options.now ?? (() => new Date());
+  const label = `${namespace}/${name}`;
+
+  return async <T>(fn: () => Promise<T>): Promise<T> => {
+    const identity = options.identity ?? `ipamkit/cni/${randomBytes(4).toString("hex")}`;
+    const api = createObjectApi({ kubeConfig, namespace, requestTimeoutMs: options.requestTimeoutMs ?? 10_000, pageSize: 1 });
+    try {
+      const started = performance.now();
+      const deadline = options.deadline ?? Date.now() + (options.timeoutMs ?? 60_000);
+      let held = await acquire(api, identity, deadline, started);
+      let wake = () => {};
+      let stop = false;
+      const renewing = (async () => {
+        while (!stop) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, retryPeriodMs);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          if (stop) break;
+          // a lost renewal is not an error: correctness is the CAS's, the Lease only spares Whereabouts
+          const spec = { ...held.spec, renewTime: formatMicroTime(now()) };
+          const renewed = await attempt(() => api.replace(LEASE, { ...held, spec })).catch(() => undefined);
+          if (renewed === undefined) break;
+          held = renewed;
+        }
+      })();
+      try {
+        return await fn();
+      } finally {
+        stop = true;
+        wake();
+        await renewing;
+        await release(api, held, identity);
+      }
+    } finally {
+      api.close();
+    }
+  };
+
+  function holding(identity: string, lease: Lease | undefined): LeaseSpec {
+    const time = formatMicroTime(now());
+    return {
+      holderIdentity: identity,
+      leaseDurationSeconds: durationSeconds,
+      acquireTime: time,
+      renewTime: time,
+      leaseTransitions: lease === undefined ? 0 : (lease.spec?.leaseTransitions ?? 0) + (lease.spec?.holderIdentity ? 1 : 0),
+    };
+  }
+
+  async function acquire(api: ObjectApi, identity: string, deadline: number, started: number): Promise<Lease> {
+    let observed = { record: "", at: 0 };
+    let holder = "";
+    for (;;) {
+      const lease = (await api.get(LEASE, name)) as Lease | undefined;
+      if (lease === undefined) {
+        const created = await attempt(() =>
+          api.create(LEASE, {
+            apiVersion: "coordination.k8s.io/v1",
+            kind: "Lease",
+            metadata: { name },
+            spec: holding(identity, undefined),
+          }),
+        );
+        if (created !== undefined) return created;
+        continue; // someone created it first: read it
+      }
+      const spec = lease.spec ?? {};
+      const record = [spec.holderIdentity, spec.renewTime, lease.metadata?.resourceVersion].join("|");
+      if (record !== observed.record) observed = { record, at: performance.now() };
+      holder = spec.holderIdentity ?? "";
+      const validMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
+      if (holder === "" || performance.now() - observed.at >= validMs) {
+        const taken = await attempt(() => api.replace(LEASE, { ...lease, spec: { ...spec, ...holding(identity, lease) } }));
+        if (taken !== undefined) return taken;
+        continue; // lost the race: read again at once
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) throw new LeaseUnavailableError(label, holder, performance.now() - started);
+      // a holder releases on completion; jitter keeps waiters from polling in lockstep
+      await sleep(Math.min((options.pollMs ?? 200) * (1 + Math.random() * 0.2), left));
+    }
+  }
+
+  async function release(api: ObjectApi, held: Lease, identity: string): Promise<void> {
+    const time = formatMicroTime(now());
+    const spec = { ...held.spec, holderIdentity: "", leaseDurationSeconds: 1, acquireTime: time, renewTime: time };
+    if ((await attempt(() => api.replace(LEASE, { ...held, spec })).catch(() => undefined)) !== undefined) return;
+    // changed since our last write (a renewal raced, or it was taken after expiring): release only if still ours
+    const lease = (await api.get(LEASE, name).catch(() => undefined)) as Lease | undefined;
+    if (lease?.spec?.holderIdentity !== identity) return;
+    await attempt(() => api.replace(LEASE, { ...lease, spec: { ...lease.spec, ...spec } })).catch(() => undefined);
+  }
+}
