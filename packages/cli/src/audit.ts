@@ -12,8 +12,9 @@ import {
   parseIp,
   planReconcile,
   poolId,
+  scanClaimsOf,
 } from "@ipamkit/core";
-import { type Inventory, type Progress, readClaims, readInventory } from "./inventory.js";
+import { type Inventory, type Progress, readInventory } from "./inventory.js";
 import type { StoreSpec } from "./store-spec.js";
 
 export type FindingKind =
@@ -106,7 +107,7 @@ async function claimFindings(options: AuditOptions, inventory: Inventory): Promi
   const reservations = inventory.reservations.filter((o) => !isAffinityNetwork(o.pool.network));
   const networks = [...new Set(inventory.pools.map((p) => p.ref.network))].filter((n) => !isAffinityNetwork(n)).sort();
   options.progress(`reading the overlapping-range claims of ${networks.length} network(s)`);
-  const claims = await readClaims(options.store, networks);
+  const claims = await scanClaimsOf(options.store, networks);
   // an unreadable pool's addresses are not judged: its entries are unknown
   const unreadable = inventory.pools.filter((p) => p.error !== undefined).map((p) => p.ref);
   const inUnreadable = (network: string, address: string) =>

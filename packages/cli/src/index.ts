@@ -2,7 +2,7 @@ export type { AuditOptions, AuditReport, Finding, FindingKind } from "./audit.js
 export { audit, auditOnce } from "./audit.js";
 export { CliError, EXIT } from "./errors.js";
 export type { Inventory, PoolView, Progress } from "./inventory.js";
-export { readClaims, readInventory } from "./inventory.js";
+export { readInventory } from "./inventory.js";
 export { buildProgram, run } from "./main.js";
 export type { OpenedStore } from "./open-store.js";
 export { loadKube, openStore } from "./open-store.js";

@@ -12,9 +12,8 @@ import {
   parseCidr,
   parseRange,
   type Range,
-  readClaimsOf,
-  type ScannedClaim,
   type StoredPool,
+  scanClaimsOf,
 } from "@ipamkit/core";
 import type { StoreSpec } from "./store-spec.js";
 
@@ -67,22 +66,6 @@ async function readPools(store: IpamStore, progress: Progress): Promise<Read[]> 
   return out;
 }
 
-/** Every claim of these networks: one bulk read where the store offers it, else listed and read. */
-export async function readClaims(store: IpamStore, networks: readonly string[]): Promise<ScannedClaim[]> {
-  if (networks.length === 0) return [];
-  if (store.scanClaims !== undefined) return store.scanClaims(networks);
-  const out: ScannedClaim[] = [];
-  for (const network of networks) {
-    const refs = await store.listClaims(network);
-    const read = await readClaimsOf(store, refs);
-    refs.forEach((ref, i) => {
-      const stored = read[i];
-      if (stored !== undefined) out.push({ ref, stored });
-    });
-  }
-  return out;
-}
-
 /** Pools by network, then by family and address (10.0.0.48/28 before 10.0.0.144/28), then prefix. */
 function byAddress(a: Read, b: Read): number {
   if (a.ref.network !== b.ref.network) return a.ref.network < b.ref.network ? -1 : 1;
@@ -118,7 +101,7 @@ function capacityOf(ref: PoolRef, spec: StoreSpec, block: boolean): { capacity: 
 export async function readInventory(store: IpamStore, spec: StoreSpec, progress: Progress): Promise<Inventory> {
   const reads = (await readPools(store, progress)).filter((r) => spec.network === undefined || r.ref.network === spec.network);
   const networks = [...new Set(reads.map((r) => r.ref.network))].filter((n) => !isAffinityNetwork(n));
-  const affinity = await readClaims(
+  const affinity = await scanClaimsOf(
     store,
     networks.map((n) => affinityNetworkOf(n)),
   );

@@ -1,4 +1,4 @@
-import { claimAddress } from "./claims.js";
+import { claimAddress, dropClaim } from "./claims.js";
 import { StoreConflictError, StoreUnavailableError } from "./errors.js";
 import { parseCidr, parseIp } from "./ip.js";
 import { type AttachmentKey, sameKey } from "./key.js";
@@ -102,7 +102,7 @@ export class OwedClaims {
   async fenced(): Promise<void> {
     const owed = [...this.owed.values()];
     this.owed.clear();
-    for (const o of owed) if (o.free) await deleteIfUnchanged(this.store, o.ref, o.version);
+    for (const o of owed) if (o.free) await dropClaim(this.store, o.ref, o.version);
   }
 
   /**
@@ -130,17 +130,6 @@ export class OwedClaims {
 export async function fence(store: IpamStore, ref: PoolRef, stored: StoredPool | undefined): Promise<void> {
   if (stored !== undefined) await store.writePool(ref, stored.pool, stored.version);
   else await store.writePool(ref, Pool.empty(parseCidr(ref.cidr), { name: poolId(ref) }), undefined);
-}
-
-/** Deletes the claim at `version`; a claim changed since is somebody else's and stays. */
-export async function deleteIfUnchanged(store: IpamStore, ref: ClaimRef, version: Version): Promise<boolean> {
-  try {
-    await store.deleteClaim(ref, version);
-    return true;
-  } catch (error) {
-    if (!(error instanceof StoreConflictError)) throw error;
-    return false;
-  }
 }
 
 /** What {@link repairClaim} did. */
@@ -213,7 +202,7 @@ export async function repairClaim(store: IpamStore, ref: ClaimRef, options: Repa
     }
     // the named pool first: an allocation of it still in flight must not land once the claim moves or goes
     if ((held === undefined || poolId(held.ref) !== poolId(named)) && allocatable(named)) await fence(store, named, reads[0]);
-    if (held === undefined) return (await deleteIfUnchanged(store, ref, existing.version)) ? { kind: "deleted" } : { kind: "changed" };
+    if (held === undefined) return (await dropClaim(store, ref, existing.version)) ? { kind: "deleted" } : { kind: "changed" };
     const claim = claimOf(held.ref, held.holder);
     try {
       expected = await store.writeClaim(ref, claim, existing.version);

@@ -7,6 +7,7 @@ import {
   type IpamStore,
   type PoolRef,
   poolId,
+  type ScannedClaim,
   type StoredClaim,
   type StoredPool,
   type StoreWrite,
@@ -77,6 +78,25 @@ export async function claimAddress(store: IpamStore, ref: ClaimRef, claim: Claim
 export async function readClaimsOf(store: IpamStore, refs: readonly ClaimRef[]): Promise<(StoredClaim | undefined)[]> {
   if (refs.length > 1 && store.readClaims !== undefined) return store.readClaims(refs);
   return Promise.all(refs.map((ref) => store.readClaim(ref)));
+}
+
+/**
+ * Every claim of these networks, for passes over many (a reconciler's audit, the CLI): the store's
+ * one bulk read (`scanClaims`) where it offers it, else each network listed and its claims read.
+ */
+export async function scanClaimsOf(store: IpamStore, networks: readonly string[]): Promise<ScannedClaim[]> {
+  if (networks.length === 0) return [];
+  if (store.scanClaims !== undefined) return store.scanClaims(networks);
+  const out: ScannedClaim[] = [];
+  for (const network of networks) {
+    const refs = await store.listClaims(network);
+    const read = await readClaimsOf(store, refs);
+    refs.forEach((ref, i) => {
+      const stored = read[i];
+      if (stored !== undefined) out.push({ ref, stored });
+    });
+  }
+  return out;
 }
 
 /** What a store wrapper remembers of one claim: the answer (undefined: not claimed), or nothing known. */

@@ -14,7 +14,7 @@ export { createNodeBlockIpam } from "./block-ipam.js";
 export type { ClaimRepair, RepairClaimOptions } from "./claim-repair.js";
 export { claimMatches, claimOf, holderAt, repairClaim } from "./claim-repair.js";
 export type { ClaimOutcome, RecalledClaim } from "./claims.js";
-export { claimAddress, claimRefFor, dropClaim, planClaim, readClaimsOf, readClaimsThrough } from "./claims.js";
+export { claimAddress, claimRefFor, dropClaim, planClaim, readClaimsOf, readClaimsThrough, scanClaimsOf } from "./claims.js";
 export { delegatingStore } from "./delegating-store.js";
 export type { IpamErrorCode, IpamErrorOptions } from "./errors.js";
 export {

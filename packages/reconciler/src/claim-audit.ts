@@ -15,10 +15,9 @@ import {
   parseIp,
   poolId,
   type RetryOptions,
-  readClaimsOf,
   repairClaim,
-  type ScannedClaim,
   StoreConflictError,
+  scanClaimsOf,
 } from "@ipamkit/core";
 import pino, { type Logger } from "pino";
 import { mapLimited } from "./map-limited.js";
@@ -73,21 +72,6 @@ export interface ClaimAuditOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-/** Every claim of these networks: one bulk read where the store offers it, else listed and read. */
-async function readClaimsOfNetworks(store: IpamStore, networks: readonly string[]): Promise<ScannedClaim[]> {
-  if (store.scanClaims !== undefined) return store.scanClaims(networks);
-  const out: ScannedClaim[] = [];
-  for (const network of networks) {
-    const refs = await store.listClaims(network);
-    const read = await readClaimsOf(store, refs);
-    refs.forEach((ref, i) => {
-      const stored = read[i];
-      if (stored !== undefined) out.push({ ref, stored });
-    });
-  }
-  return out;
-}
-
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The log fields of one finding. */
@@ -108,7 +92,7 @@ export async function auditClaimsOnce(
 ): Promise<{ report: ClaimAuditReport; failed: { subject: string; error: Error }[] }> {
   const { store, log } = options;
   const networks = [...new Set(options.pools.map((p) => p.network))].filter((n) => !isAffinityNetwork(n)).sort();
-  const claims = await readClaimsOfNetworks(store, networks);
+  const claims = await scanClaimsOf(store, networks);
   const audit = auditClaims({ reservations: options.reservations, claims, now: options.now(), graceMs: options.graceMs });
   const { young } = audit;
   const inUnreadable = (ref: ClaimRef) => {
