@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { CNI_CODES, CniError, type IpamConfig, whereaboutsEtcdKeys } from "@ipamkit/cni";
-import type { IpamStore } from "@ipamkit/core";
+import type { Exclusive, IpamStore } from "@ipamkit/core";
 import { requireBundle } from "./bundle-loader.js";
 
 export type Datastore = IpamConfig["datastore"];
@@ -26,6 +26,20 @@ export async function openStore(config: IpamConfig): Promise<IpamStore> {
       });
     }
   }
+}
+
+/**
+ * Whereabouts' Lease, held around an ADD's writes when the config sets `whereabouts_lease` (config
+ * validation allows it only with the Kubernetes store). `deadline` (epoch ms): give up acquiring
+ * then, with a retryable error naming the Lease; default 60 s from each acquisition's start.
+ */
+export function openExclusive(config: IpamConfig, identity: string, deadline?: number): Exclusive {
+  const { whereaboutsLease } = loadKubernetesStore();
+  return whereaboutsLease({
+    ...(config.kubernetes.kubeconfig === undefined ? {} : { kubeconfig: config.kubernetes.kubeconfig }),
+    identity,
+    ...(deadline === undefined ? {} : { deadline }),
+  });
 }
 
 /**

@@ -1,4 +1,4 @@
-import { CNI_CODES, CniError, errorJson } from "@ipamkit/cni";
+import { CNI_CODES, CniError, errorJson, type IpamConfig } from "@ipamkit/cni";
 import { type AgentResponse, PROTOCOL_VERSION } from "./protocol.js";
 
 // The caller's deadline (AgentRequest.deadline): a call whose caller stopped waiting is not
@@ -12,6 +12,14 @@ export const UNDO_MARGIN_MS = 250;
 
 export function pastDeadline(deadline: number | undefined, marginMs = 0): boolean {
   return deadline !== undefined && Date.now() > deadline - marginMs;
+}
+
+/** A call's lock (`whereabouts_lease`) given up early enough for its failure to reach the caller. */
+export function exclusiveUntil<E>(
+  open: (config: IpamConfig, identity: string, deadline?: number) => E,
+  deadline: number | undefined,
+): (config: IpamConfig, identity: string) => E {
+  return (config, identity) => open(config, identity, deadline === undefined ? undefined : deadline - UNDO_MARGIN_MS);
 }
 
 export function expiredError(deadline: number | undefined): CniError {

@@ -3,9 +3,9 @@ import { createServer, type Server, type Socket } from "node:net";
 import { hostname } from "node:os";
 import { CNI_CODES, CniError, type ConfigFs, createConfigCache, dispatch, errorJson, type IpamConfig } from "@ipamkit/cni";
 import { agentSettings, memoizedFs } from "@ipamkit/cni/agent-settings";
-import type { IpamStore } from "@ipamkit/core";
+import type { Exclusive, IpamStore } from "@ipamkit/core";
 import pino, { type Logger } from "pino";
-import { expiredAnswer, expiredError, lateAnswer, pastDeadline, UNDO_MARGIN_MS, within } from "./deadline.js";
+import { exclusiveUntil, expiredAnswer, expiredError, lateAnswer, pastDeadline, UNDO_MARGIN_MS, within } from "./deadline.js";
 import { KeyedQueue } from "./pool-queue.js";
 import {
   type AgentRequest,
@@ -23,6 +23,11 @@ export interface AgentOptions {
   socketPath: string;
   /** Opens the store a config selects; called once per store identity (see store-cache.ts). */
   openStore: (config: IpamConfig) => Promise<IpamStore>;
+  /**
+   * The lock an ADD holds when its config sets `whereabouts_lease` (the Kubernetes store's
+   * `whereaboutsLease`), given up at `deadline` (epoch ms: the caller's, less the undo margin).
+   */
+  openExclusive?: (config: IpamConfig, identity: string, deadline?: number) => Exclusive;
   logger?: Logger;
   /** Flat-file access (default: this process's file system). */
   fs?: ConfigFs;
@@ -130,6 +135,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       fs: callFs,
       configCache,
       hostname: () => options.nodeName ?? hostname(),
+      ...(options.openExclusive === undefined ? {} : { openExclusive: exclusiveUntil(options.openExclusive, deadline) }),
       openStore: async (config) => {
         // before the queue: a call waiting there may be one whose binary gave up and went direct
         stores.note(config);

@@ -3,6 +3,7 @@ import {
   attachmentKey,
   createIpam,
   createNodeBlockIpam,
+  type Exclusive,
   findFree,
   formatIp,
   formatKey,
@@ -24,6 +25,11 @@ export interface CommandContext {
   /** This node's name: `node_name`, else the host name (needed only with per-node blocks). */
   node?: string;
   stderr: (line: string) => void;
+  /**
+   * Held around an ADD's writes when the config asks for it (`whereabouts_lease`): the edge that
+   * opened the store provides it (the Kubernetes store's `whereaboutsLease`).
+   */
+  exclusive?: Exclusive;
 }
 
 /**
@@ -33,8 +39,14 @@ export interface CommandContext {
  */
 export const CNI_RETRY = { attempts: 100_000, deadlineMs: 100_000, baseDelayMs: 2, maxDelayMs: 200 } as const;
 
-function ipamFor(ctx: CommandContext) {
-  const options = { store: ctx.store, overlappingRanges: ctx.config.overlappingRanges, policy: ctx.config.policy, retry: { ...CNI_RETRY } };
+function ipamFor(ctx: CommandContext, exclusive?: Exclusive) {
+  const options = {
+    store: ctx.store,
+    overlappingRanges: ctx.config.overlappingRanges,
+    policy: ctx.config.policy,
+    retry: { ...CNI_RETRY },
+    ...(exclusive === undefined ? {} : { exclusive }),
+  };
   const blocks = ctx.config.nodeBlocks;
   if (blocks === undefined) return createIpam(options);
   return createNodeBlockIpam({ ...options, node: nodeOf(ctx), blockSize: blocks.size });
@@ -61,13 +73,22 @@ function needKey(ctx: CommandContext): AttachmentKey {
   return ctx.key;
 }
 
+/** The Lease an ADD holds (`whereabouts_lease`); asked for but not provided is an error, never ignored. */
+function leaseOf(ctx: CommandContext): Exclusive | undefined {
+  if (ctx.config.kubernetes.whereaboutsLease !== true) return undefined;
+  if (ctx.exclusive === undefined) {
+    throw new CniError(CNI_CODES.UNSUPPORTED_FIELD, "ipam.whereabouts_lease: this plugin build cannot hold Whereabouts' Lease");
+  }
+  return ctx.exclusive;
+}
+
 /** ADD: one address per range, all-or-nothing, idempotent per (containerID, ifName). */
 export async function add(ctx: CommandContext): Promise<object> {
   const { config, args } = ctx;
   // Requested addresses: runtimeConfig.ips / args.cni.ips win over the legacy CNI_ARGS IP=.
   const addresses = config.requestedIps.length > 0 ? config.requestedIps : args.ips;
   const podRef = args.podNamespace !== undefined && args.podName !== undefined ? `${args.podNamespace}/${args.podName}` : undefined;
-  const assigned = await ipamFor(ctx).allocate({
+  const assigned = await ipamFor(ctx, leaseOf(ctx)).allocate({
     network: config.networkName,
     ranges: ctx.ranges,
     key: needKey(ctx),

@@ -117,6 +117,8 @@ const ipamShape = {
   // seconds (0, 30]: the bound of a call through the agent (agent-settings.ts)
   agent_timeout: opt(z.number().check(z.positive(), z.lte(30))),
   agent_uid: opt(z.int().check(z.nonnegative())),
+  // hold Whereabouts' Lease around each ADD's writes (Kubernetes store only; config.ts)
+  whereabouts_lease: opt(z.boolean()),
 };
 
 /** The flat file and the merged result: any key may be absent. Unknown keys are rejected. */

@@ -112,6 +112,7 @@ function load(
   const nodeBlocks = checkNodeBlocks(ipam, parsedRanges, sourceOf, warnings);
   const datastore = chooseDatastore(ipam, sourceOf);
   warnUnused(ipam, datastore, sourceOf, warnings);
+  checkWhereaboutsLease(ipam, datastore, sourceOf);
 
   const config: IpamConfig = {
     cniVersion,
@@ -132,7 +133,10 @@ function load(
       certFile: ipam.etcd_cert_file,
       caCertFile: ipam.etcd_ca_cert_file,
     }),
-    kubernetes: definedOnly({ kubeconfig: ipam.kubernetes?.kubeconfig }),
+    kubernetes: {
+      ...definedOnly({ kubeconfig: ipam.kubernetes?.kubeconfig }),
+      ...(ipam.whereabouts_lease === true ? { whereaboutsLease: true } : {}),
+    },
     agent: { ...definedOnly({ socket: ipam.agent_socket }), required: ipam.agent_required ?? false },
     requestedIps,
     nodeBlocks,
@@ -142,6 +146,30 @@ function load(
     warnings,
   };
   return { config, ranges: parsedRanges };
+}
+
+/** `whereabouts_lease` coordinates with Whereabouts on its pools: only the Kubernetes store has them, never per-node blocks. */
+function checkWhereaboutsLease(ipam: IpamInput, datastore: Datastore, sourceOf: SourceOf): void {
+  if (ipam.whereabouts_lease !== true) return;
+  const source = { source: sourceOf("whereabouts_lease") };
+  if (datastore !== "kubernetes") {
+    throw configError(
+      7,
+      "ipam.whereabouts_lease",
+      true,
+      `needs datastore "kubernetes" (Whereabouts' Lease guards its pools there), not "${datastore}"`,
+      source,
+    );
+  }
+  if (ipam.node_block_size !== undefined) {
+    throw configError(
+      7,
+      "ipam.whereabouts_lease",
+      true,
+      "cannot be combined with node_block_size (Whereabouts never writes per-node blocks)",
+      source,
+    );
+  }
 }
 
 function present(value: string | undefined): value is string {

@@ -1,4 +1,4 @@
-import { attachmentKey, type IpamStore } from "@ipamkit/core";
+import { attachmentKey, type Exclusive, type IpamStore } from "@ipamkit/core";
 import { add, type CommandContext, check, del, gc, status } from "./commands.js";
 import { type ConfigCache, prepareConfig } from "./config-cache.js";
 import { checkEnv, parseCniArgs, readEnv } from "./env.js";
@@ -19,11 +19,22 @@ export interface DispatcherOptions {
   hostname?: () => string;
   /** Opens the store the config selects (the edge loads only that one backend). */
   openStore: (config: IpamConfig) => Promise<IpamStore>;
+  /**
+   * The lock an ADD holds when the config sets `whereabouts_lease` (the Kubernetes store's
+   * `whereaboutsLease`); `identity` names this call's holder (podNamespace/podName when known).
+   */
+  openExclusive?: (config: IpamConfig, identity: string) => Exclusive;
   /** Keeps prepared configs across calls (a long-lived process: the agent); default: each call prepares its own. */
   configCache?: ConfigCache;
 }
 
 const ABOUT = "ipamkit CNI IPAM plugin";
+
+/** A Lease holder identity: unique per call (two interfaces of one pod ADD at once), readable by people. */
+function holderOf(args: { podNamespace?: string; podName?: string }, containerId: string | undefined): string {
+  const pod = args.podNamespace !== undefined && args.podName !== undefined ? `${args.podNamespace}/${args.podName}` : "cni";
+  return `ipamkit/${pod}/${(containerId ?? "").slice(0, 12)}/${Math.random().toString(16).slice(2, 10)}`;
+}
 
 /** Runs one CNI invocation; returns the exit code. Errors are CNI error JSON on stdout, exit 1. */
 export async function dispatch(options: DispatcherOptions): Promise<number> {
@@ -70,6 +81,9 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
         args,
         ...(node === undefined ? {} : { node }),
         stderr: (line) => options.stderr(`ipamkit: ${line}\n`),
+        ...(command === "ADD" && config.kubernetes.whereaboutsLease === true && options.openExclusive !== undefined
+          ? { exclusive: options.openExclusive(config, holderOf(args, env.containerId)) }
+          : {}),
         // only the verbs that take an attachment read (and validate) it, as checkEnv requires
         ...(env.containerId !== undefined && env.ifName !== undefined && (command === "ADD" || command === "DEL" || command === "CHECK")
           ? { key: attachmentKey({ containerId: env.containerId, ifName: env.ifName }) }

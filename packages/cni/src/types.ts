@@ -53,8 +53,12 @@ export interface IpamConfig {
   dataDir: string;
   /** etcd settings (`etcd_host`, `etcd_username`, `etcd_password`, `etcd_*_file`). */
   etcd: { host?: string; username?: string; password?: string; keyFile?: string; certFile?: string; caCertFile?: string };
-  /** Kubernetes settings (`kubernetes.kubeconfig`). */
-  kubernetes: { kubeconfig?: string };
+  /**
+   * Kubernetes settings (`kubernetes.kubeconfig`); `whereaboutsLease` (`ipam.whereabouts_lease`):
+   * hold Whereabouts' Lease around each ADD's writes, so that a Whereabouts beside ipamkit never
+   * meets an ipamkit claim between its check and its create.
+   */
+  kubernetes: { kubeconfig?: string; whereaboutsLease?: true };
   /** Addresses requested in the config (`runtimeConfig.ips`, `args.cni.ips`), without prefix. */
   requestedIps: string[];
   /**
