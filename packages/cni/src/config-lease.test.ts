@@ -64,7 +64,7 @@ describe("ipam.whereabouts_lease", () => {
 
   it("fails an ADD with code 2 when asked for but the edge provides no Lease", async () => {
     const config = load({ kubernetes: { kubeconfig: "/k" }, whereabouts_lease: true });
-    const ctx = { config, ranges: [], store: {} as never, args: {}, stderr: () => undefined };
+    const ctx = { config, ranges: [], store: {} as never, args: { ips: [], ignoreUnknown: false, unknown: [] }, stderr: () => undefined };
     await expect(add(ctx)).rejects.toBeInstanceOf(CniError);
     await expect(add(ctx)).rejects.toMatchObject({ code: 2, message: expect.stringContaining("whereabouts_lease") });
   });
