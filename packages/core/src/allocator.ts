@@ -4,6 +4,7 @@ import { type AttachmentKey, formatKey, isLegacyKey, sameKey } from "./key.js";
 import type { Pool } from "./pool.js";
 import { blockedAt, isAssignable, type Range } from "./range.js";
 import { type Reservation, sameReservation } from "./reservation.js";
+import { keptFor, type Mutable, markKept, rebind } from "./sticky.js";
 
 /**
  * Which free address a dynamic allocation takes.
@@ -21,6 +22,11 @@ export interface AllocateRequest {
   policy?: AllocationPolicy;
   podRef?: string;
   podUid?: string;
+  /**
+   * A sticky network (DESIGN.md, "Sticky addresses"): the keep time in seconds, recorded on the
+   * reservation; and the pod's kept reservation (same podRef and ifName) is rebound to this key.
+   */
+  sticky?: number;
   /** Creation time to record (ISO 8601); core has no clock. */
   now?: string;
   /** Offsets not to hand out in this attempt (e.g. held in an overlapping pool). */
@@ -43,13 +49,20 @@ export interface Allocation {
    * address, now under the exact key — `pool` differs from the input and must be written.
    */
   adopted?: Reservation;
+  /**
+   * Sticky: the reservation of this pod that the allocation rebound to the key (kept after a
+   * release, or held by a sandbox of the pod's previous UID) — `pool` differs and must be written;
+   * when its key differs, so must the address's claim.
+   */
+  rebound?: Reservation;
 }
 
 function reservationFor(req: AllocateRequest, offset: bigint): Reservation {
-  const r: { -readonly [K in keyof Reservation]: Reservation[K] } = { offset, key: req.key };
+  const r: Mutable<Reservation> = { offset, key: req.key };
   if (req.podRef !== undefined) r.podRef = req.podRef;
   if (req.podUid !== undefined) r.podUid = req.podUid;
   if (req.now !== undefined) r.createdAt = req.now;
+  if (req.sticky !== undefined) r.sticky = req.sticky;
   return r;
 }
 
@@ -135,7 +148,18 @@ export function allocate(pool: Pool, range: Range, req: AllocateRequest): Alloca
         : `container ${req.key.containerId} (a Whereabouts entry without ifname)`;
       throw new AddressUnavailableError(req.address, `${holder} already holds ${formatIp(address)}`);
     }
-    if (sameKey(existing.key, req.key)) return { pool, reservation: existing, address, reused: true };
+    if (sameKey(existing.key, req.key)) {
+      if (existing.releasedAt === undefined) return { pool, reservation: existing, address, reused: true };
+      // this very key, kept after its DEL (a repeated ADD of the sandbox): held again
+      const reservation = rebind(existing, req);
+      return {
+        pool: pool.withoutAt(existing.offset).with(reservation, { moveCursor: false }),
+        reservation,
+        address,
+        reused: true,
+        rebound: existing,
+      };
+    }
     const reservation = adoption(existing, req);
     return {
       pool: pool.withoutAt(existing.offset).with(reservation, { moveCursor: false }),
@@ -143,6 +167,17 @@ export function allocate(pool: Pool, range: Range, req: AllocateRequest): Alloca
       address,
       reused: true,
       adopted: existing,
+    };
+  }
+  const kept = keptFor(pool, req);
+  if (kept !== undefined) {
+    const reservation = rebind(kept, req);
+    return {
+      pool: pool.withoutAt(kept.offset).with(reservation, { moveCursor: false }),
+      reservation,
+      address: ipAt(pool.cidr, kept.offset),
+      reused: false,
+      rebound: kept,
     };
   }
   const offset = req.address === undefined ? pickDynamic(pool, range, req) : pickStatic(pool, range, req, req.address);
@@ -170,7 +205,7 @@ function heldFor(pool: Pool, req: AllocateRequest): Reservation | undefined {
 
 /** A legacy entry under the exact key: its address and creation time kept, the request's pod recorded. */
 function adoption(legacy: Reservation, req: AllocateRequest): Reservation {
-  const r: { -readonly [K in keyof Reservation]: Reservation[K] } = { ...legacy, key: req.key };
+  const r: Mutable<Reservation> = { ...legacy, key: req.key };
   if (req.podRef !== undefined) r.podRef = req.podRef;
   if (req.podUid !== undefined) r.podUid = req.podUid;
   if (r.createdAt === undefined && req.now !== undefined) r.createdAt = req.now;
@@ -208,6 +243,17 @@ export interface Release {
   pool: Pool;
   /** The reservation removed; undefined when the key held nothing ("nothing released", not an error). */
   released: Reservation | undefined;
+  /** Sticky: the reservation marked kept instead of removed (`pool` holds it with `releasedAt`). */
+  kept?: Reservation;
+}
+
+export interface ReleaseOptions {
+  /**
+   * The release time (ISO 8601) on a sticky network: a sticky reservation is then marked kept
+   * for its pod rather than removed, and a kept one stays as it is. Without it (the network is
+   * not sticky, or no longer), any reservation of the key is removed, kept or not.
+   */
+  keepAt?: string;
 }
 
 /**
@@ -215,21 +261,37 @@ export interface Release {
  * an exact entry whose container holds legacy entries (no ifName) releases the lowest of them: the
  * container is going away, and its other interfaces' DELs release the rest (DESIGN.md).
  */
-export function release(pool: Pool, key: AttachmentKey): Release {
+export function release(pool: Pool, key: AttachmentKey, options: ReleaseOptions = {}): Release {
   const released = pool.forKey(key);
-  return released === undefined ? { pool, released } : { pool: pool.withoutAt(released.offset), released };
+  if (released === undefined) return { pool, released };
+  if (options.keepAt !== undefined && released.sticky !== undefined) {
+    if (released.releasedAt !== undefined) return { pool, released: undefined }; // a repeated DEL
+    const kept = markKept(released, options.keepAt);
+    return { pool: pool.withoutAt(released.offset).with(kept, { moveCursor: false }), released: undefined, kept };
+  }
+  return { pool: pool.withoutAt(released.offset), released };
 }
 
 export type ConditionalReleaseOutcome = "released" | "absent" | "changed";
 
 /**
  * For reconcilers: releases `expected` only if its address still holds exactly it (same key,
- * podRef, podUid and creation time). A reservation re-created in between is never freed.
+ * podRef, podUid, creation time and sticky fields). A reservation re-created in between is never
+ * freed. With `keepAt`, an unreleased sticky reservation is marked kept instead (outcome "released").
  * "absent" when the key holds nothing any more, "changed" when it holds something else.
  */
-export function releaseIf(pool: Pool, expected: Reservation): Release & { outcome: ConditionalReleaseOutcome } {
+export function releaseIf(
+  pool: Pool,
+  expected: Reservation,
+  options: ReleaseOptions = {},
+): Release & { outcome: ConditionalReleaseOutcome } {
   const current = pool.atOffset(expected.offset);
   if (current !== undefined && sameReservation(current, expected)) {
+    if (options.keepAt !== undefined && current.sticky !== undefined && current.releasedAt === undefined) {
+      // sticky: the first release keeps the address for the pod; releasing the kept one frees it
+      const kept = markKept(current, options.keepAt);
+      return { pool: pool.withoutAt(current.offset).with(kept, { moveCursor: false }), released: undefined, kept, outcome: "released" };
+    }
     return { pool: pool.withoutAt(expected.offset), released: current, outcome: "released" };
   }
   const held = current !== undefined && sameKey(current.key, expected.key) ? current : pool.exactly(expected.key);

@@ -78,7 +78,7 @@ export type {
 } from "./reconcile-plan.js";
 export { auditClaims, compareObserved, judgeReservation, planReconcile, podRefOf } from "./reconcile-plan.js";
 export type { Reservation } from "./reservation.js";
-export { sameReservation } from "./reservation.js";
+export { isKept, keepExpired, sameReservation } from "./reservation.js";
 export type { ConflictCounter, RetryOptions } from "./retry.js";
 export { withConflictRetry } from "./retry.js";
 export type {

@@ -1,9 +1,9 @@
-import { type AllocationPolicy, allocate, type ConditionalReleaseOutcome, release, releaseIf } from "./allocator.js";
+import { type Allocation, type AllocationPolicy, allocate, type ConditionalReleaseOutcome, release, releaseIf } from "./allocator.js";
 import { type ClaimedWrite, claimThenWrite, OwedClaims, repairClaim } from "./claim-repair.js";
 import { claimRefFor, dropClaim, ownClaimVersions, planClaim } from "./claims.js";
 import { AddressUnavailableError, InvalidRequestError } from "./errors.js";
 import { cidrContains, formatIp, type Ip, ipAt, parseCidr, parseIp } from "./ip.js";
-import type { AttachmentKey } from "./key.js";
+import { type AttachmentKey, sameKey } from "./key.js";
 import { Pool } from "./pool.js";
 import type { Range } from "./range.js";
 import type { Reservation } from "./reservation.js";
@@ -43,6 +43,8 @@ export interface AllocateInput {
   podRef?: string;
   podUid?: string;
   policy?: AllocationPolicy;
+  /** A sticky network: keep seconds (DESIGN.md, "Sticky addresses"). */
+  sticky?: number;
 }
 
 export interface Assigned {
@@ -57,6 +59,8 @@ export interface ReleaseInput {
   network?: string;
   ranges: readonly Range[];
   key: AttachmentKey;
+  /** A sticky network: a sticky reservation is kept for its pod, not freed (DESIGN.md, "Sticky addresses"). */
+  sticky?: boolean;
 }
 
 export interface Released {
@@ -96,6 +100,8 @@ interface ReleaseDecision {
   pool: Pool;
   released: Reservation[];
   outcomes: ConditionalReleaseOutcome[];
+  /** Sticky reservations marked kept (still in `pool`, their claims kept). */
+  kept?: number;
 }
 
 /** After a lost race on an entry-level store, choose among this many free addresses. */
@@ -146,10 +152,15 @@ export function createIpam(options: IpamOptions): Ipam {
           now: now().toISOString(),
           avoid,
           ...(address === undefined ? {} : { address }),
+          ...(input.sticky === undefined ? {} : { sticky: input.sticky }),
           ...(lostRace ? { spread: { among: SPREAD, random: Math.random } } : {}),
         });
         tried = result.reservation.offset;
         const assigned: Assigned = { pool: ref, range, address: result.address, reservation: result.reservation, reused: result.reused };
+        if (result.rebound !== undefined && !(await writeRebound(ref, result, stored?.version, input, owed))) {
+          throw new AddressUnavailableError(formatIp(result.address), "kept for this pod, but claimed in an overlapping pool");
+        }
+        if (result.rebound !== undefined) return assigned;
         if (result.reused) {
           // a legacy entry (no ifname) adopted under the exact key: a change, compare-and-swapped like any
           if (result.adopted !== undefined) await store.writePool(ref, result.pool, stored?.version);
@@ -181,6 +192,31 @@ export function createIpam(options: IpamOptions): Ipam {
       }
       throw new InvalidRequestError(`gave up after ${MAX_PROBES} addresses of ${range.cidr.text} held in overlapping pools`);
     }, retry);
+  }
+
+  /**
+   * Sticky: writes a pool in which a reservation was rebound (compare-and-swapped on the whole
+   * pool, entry-level stores too), its claim rewritten to name the new key with the pool where the
+   * key changed. False when another pool holds the claim (never taken over).
+   */
+  async function writeRebound(
+    ref: PoolRef,
+    result: Allocation,
+    expected: Version | undefined,
+    input: AllocateInput,
+    owed: OwedClaims | undefined,
+  ): Promise<boolean> {
+    const rebound = result.rebound as Reservation;
+    if (!protect || sameKey(rebound.key, input.key)) {
+      await store.writePool(ref, result.pool, expected);
+      return true;
+    }
+    const claimRef = claimRefFor(ref, result.reservation.offset);
+    const claim = { pool: ref, key: input.key, ...(input.podRef === undefined ? {} : { podRef: input.podRef }) };
+    if (store.commit === undefined) {
+      return (await claimThenWrite(store, { claimRef, claim, ref, pool: result.pool, expected }, result.reservation, owed)) === undefined;
+    }
+    return (await claimAndWriteAtomically(store.commit.bind(store), { claimRef, claim, ref, pool: result.pool, expected })) === undefined;
   }
 
   /** Stores with transactions: the claim and the pool in one commit. Returns the holder when taken. */
@@ -227,7 +263,11 @@ export function createIpam(options: IpamOptions): Ipam {
         const stored = await store.readPool(ref);
         if (stored === undefined) return decide(Pool.empty(parseCidr(ref.cidr)));
         const decision = decide(stored.pool);
-        if (decision.released.length === 0) return decision;
+        if (decision.released.length === 0) {
+          // sticky: reservations marked kept stay, with their claims
+          if ((decision.kept ?? 0) > 0) await store.writePool(ref, decision.pool, stored.version);
+          return decision;
+        }
         const releasedClaims = (protect ? decision.released : []).map((r) => ({ ref: claimRefFor(ref, r.offset), key: r.key }));
         const versions = await ownClaimVersions(store, releasedClaims, ref);
         const claims = releasedClaims.flatMap((c, i) => {
@@ -235,7 +275,7 @@ export function createIpam(options: IpamOptions): Ipam {
           return version === undefined ? [] : [{ ref: c.ref, key: c.key, version }];
         });
         const deleteClaims: StoreWrite[] = claims.map((c) => ({ kind: "delete-claim", ref: c.ref, expected: c.version }));
-        if (entryWrites) {
+        if (entryWrites && (decision.kept ?? 0) === 0) {
           const unreserve: StoreWrite[] = decision.released.map((reservation) => ({ kind: "unreserve", ref, reservation }));
           await (store.commit as NonNullable<IpamStore["commit"]>)([...unreserve, ...deleteClaims]);
           return decision;
@@ -259,9 +299,10 @@ export function createIpam(options: IpamOptions): Ipam {
     return done;
   }
 
-  async function releaseOne(ref: PoolRef, range: Range, key: AttachmentKey): Promise<Released | undefined> {
+  async function releaseOne(ref: PoolRef, range: Range, key: AttachmentKey, sticky = false): Promise<Released | undefined> {
     const { released } = await releaseWhere(ref, (pool) => {
-      const result = release(pool, key);
+      const result = release(pool, key, sticky ? { keepAt: now().toISOString() } : {});
+      if (result.kept !== undefined) return { pool: result.pool, released: [], outcomes: ["released"], kept: 1 };
       return result.released === undefined
         ? { pool, released: [], outcomes: ["absent"] }
         : { pool: result.pool, released: [result.released], outcomes: ["released"] };
@@ -273,12 +314,14 @@ export function createIpam(options: IpamOptions): Ipam {
   /** Takes every still-unchanged reservation of `expected` out of the pool (one write). */
   function releaseUnchanged(expected: readonly Reservation[]): (pool: Pool) => ReleaseDecision {
     return (pool) => {
-      const decision: ReleaseDecision = { pool, released: [], outcomes: [] };
+      const decision: ReleaseDecision = { pool, released: [], outcomes: [], kept: 0 };
+      const keepAt = now().toISOString();
       for (const reservation of expected) {
-        const result = releaseIf(decision.pool, reservation);
+        const result = releaseIf(decision.pool, reservation, { keepAt });
         decision.pool = result.pool;
         decision.outcomes.push(result.outcome);
         if (result.released !== undefined) decision.released.push(result.released);
+        if (result.kept !== undefined) decision.kept = (decision.kept ?? 0) + 1;
       }
       return decision;
     };
@@ -307,7 +350,7 @@ export function createIpam(options: IpamOptions): Ipam {
       return done;
     } catch (error) {
       for (const a of done.filter((d) => !d.reused)) {
-        await releaseOne(a.pool, a.range, input.key).catch(() => undefined);
+        await releaseOne(a.pool, a.range, input.key, input.sticky !== undefined).catch(() => undefined);
       }
       throw error;
     }
@@ -325,7 +368,7 @@ export function createIpam(options: IpamOptions): Ipam {
       const errors: unknown[] = [];
       for (const range of input.ranges) {
         try {
-          const r = await releaseOne(refFor(input.network, range), range, input.key);
+          const r = await releaseOne(refFor(input.network, range), range, input.key, input.sticky === true);
           if (r !== undefined) out.push(r);
         } catch (error) {
           errors.push(error);
@@ -351,7 +394,7 @@ export function createIpam(options: IpamOptions): Ipam {
           const ref = refFor(input.network, range);
           const stored = await store.readPool(ref);
           const reservation = stored?.pool.forKey(input.key);
-          if (reservation === undefined) return undefined;
+          if (reservation === undefined || reservation.releasedAt !== undefined) return undefined; // kept: held by no attachment
           return { pool: ref, range, address: ipAt(range.cidr, reservation.offset), reservation, reused: true };
         }),
       );

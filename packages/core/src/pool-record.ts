@@ -17,6 +17,8 @@ export interface ReservationRecord {
   podRef?: string;
   podUid?: string;
   createdAt?: string;
+  sticky?: number;
+  releasedAt?: string;
   extra?: Record<string, unknown>;
 }
 
@@ -33,6 +35,8 @@ export function reservationToRecord(r: Reservation): ReservationRecord {
   if (r.podRef !== undefined) out.podRef = r.podRef;
   if (r.podUid !== undefined) out.podUid = r.podUid;
   if (r.createdAt !== undefined) out.createdAt = r.createdAt;
+  if (r.sticky !== undefined) out.sticky = r.sticky;
+  if (r.releasedAt !== undefined) out.releasedAt = r.releasedAt;
   if (r.extra !== undefined) out.extra = { ...r.extra };
   return out;
 }
@@ -80,11 +84,16 @@ export function poolFromRecord(ref: PoolRef, value: unknown, object: string, com
       throw fail(`${where}: ${(error as Error).message}`);
     }
     const r: { -readonly [K in keyof Reservation]: Reservation[K] } = { offset: BigInt(row.offset), key };
-    for (const field of ["podRef", "podUid", "createdAt"] as const) {
+    for (const field of ["podRef", "podUid", "createdAt", "releasedAt"] as const) {
       const v = row[field];
       if (v === undefined) continue;
       if (typeof v !== "string") throw fail(`${where}: "${field}" must be a string`);
       r[field] = v;
+    }
+    if (row.sticky !== undefined) {
+      if (!Number.isSafeInteger(row.sticky) || (row.sticky as number) < 0)
+        throw fail(`${where}: "sticky" must be a whole number of seconds`);
+      r.sticky = row.sticky as number;
     }
     if (row.extra !== undefined) {
       if (!isObj(row.extra)) throw fail(`${where}: "extra" must be an object`);

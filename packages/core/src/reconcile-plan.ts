@@ -1,7 +1,7 @@
 import { claimMatches } from "./claim-repair.js";
 import { cidrContains, type Ip, parseCidr, parseIp } from "./ip.js";
 import { formatKey } from "./key.js";
-import type { Reservation } from "./reservation.js";
+import { keepExpired, type Reservation } from "./reservation.js";
 import { type Claim, type ClaimRef, comparePoolRefs, type PoolRef, poolId, type ScannedClaim, type Version } from "./store.js";
 
 /**
@@ -43,8 +43,23 @@ export interface ObservedReservation {
   readonly reservation: Reservation;
 }
 
-export type OrphanReason = "pod-missing" | "pod-uid-changed" | "pod-terminal" | "pod-evicted" | "ip-not-in-network-status";
-export type KeepReason = "no-pod-ref" | "within-grace" | "pod-pending" | "no-network-status" | "network-status-silent" | "live";
+export type OrphanReason =
+  | "pod-missing"
+  | "pod-uid-changed"
+  | "pod-terminal"
+  | "pod-evicted"
+  | "ip-not-in-network-status"
+  /** A sticky address kept for its pod after a release, and its keep time has run out: freed. */
+  | "sticky-expired";
+export type KeepReason =
+  | "no-pod-ref"
+  | "within-grace"
+  | "pod-pending"
+  | "no-network-status"
+  | "network-status-silent"
+  | "live"
+  /** A sticky address kept for its pod after a release, within its keep time. */
+  | "sticky-kept";
 
 export type Verdict =
   | { readonly observed: ObservedReservation; readonly release: true; readonly reason: OrphanReason; readonly detail: string }
@@ -91,6 +106,39 @@ function ageMs(reservation: Reservation, now: Date): number | undefined {
 
 /** The verdict for one reservation given its pod (undefined: no such pod). */
 export function judgeReservation(observed: ObservedReservation, pod: PodFacts | undefined, options: JudgeOptions): Verdict {
+  const { reservation } = observed;
+  if (reservation.releasedAt !== undefined) return judgeKept(observed, options.now);
+  const verdict = judgeHeld(observed, pod, options);
+  // sticky: releasing a held sticky reservation marks it kept for its pod (the store keeps it;
+  // a reborn pod's ADD takes it back), freed only once its keep time has run out (DESIGN.md)
+  return verdict.release && reservation.sticky !== undefined
+    ? {
+        ...verdict,
+        detail: `${verdict.detail}; sticky: kept for ${reservation.podRef ?? "its pod"} for ${reservation.sticky} s, then freed`,
+      }
+    : verdict;
+}
+
+function judgeKept(observed: ObservedReservation, now: Date): Verdict {
+  const { reservation } = observed;
+  const who = reservation.podRef ?? "its pod";
+  if (keepExpired(reservation, now)) {
+    return {
+      observed,
+      release: true,
+      reason: "sticky-expired",
+      detail: `kept for ${who} since ${reservation.releasedAt}, ${reservation.sticky ?? 0} s ago or more`,
+    };
+  }
+  return {
+    observed,
+    release: false,
+    reason: "sticky-kept",
+    detail: `kept for ${who} since ${reservation.releasedAt} (${reservation.sticky ?? 0} s)`,
+  };
+}
+
+function judgeHeld(observed: ObservedReservation, pod: PodFacts | undefined, options: JudgeOptions): Verdict {
   const keep = (reason: KeepReason, detail: string): Verdict => ({ observed, release: false, reason, detail });
   const orphan = (reason: OrphanReason, detail: string): Verdict => ({ observed, release: true, reason, detail });
   const { reservation } = observed;

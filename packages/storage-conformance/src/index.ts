@@ -8,6 +8,7 @@ import { registerLegacyCases } from "./legacy-cases.js";
 import { registerModelCases } from "./model-cases.js";
 import type { ConformanceOptions } from "./options.js";
 import { registerOverlapCases } from "./overlap-cases.js";
+import { registerStickyCases } from "./sticky-cases.js";
 
 export type { ConformanceOptions } from "./options.js";
 
@@ -46,6 +47,7 @@ export function describeStoreConformance(options: ConformanceOptions): void {
     describe("overlapping ranges", () => registerOverlapCases(ctx));
     describe("concurrency", () => registerConcurrencyCases(ctx));
     describe("per-node blocks", () => registerBlockCases(ctx));
+    describe("sticky addresses", () => registerStickyCases(ctx));
     describe("model-based random operations", () => registerModelCases(ctx));
     if (options.extra !== undefined) describe("backend-specific", () => options.extra?.(ctx.store));
   });

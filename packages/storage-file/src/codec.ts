@@ -121,6 +121,13 @@ export function decodePool(ref: PoolRef, json: Json, text?: string): PoolData {
     if (podUid !== undefined) r.podUid = podUid;
     const createdAt = optStr(row, "createdAt", where);
     if (createdAt !== undefined) r.createdAt = createdAt;
+    if (row.sticky !== undefined) {
+      if (typeof row.sticky !== "number" || !Number.isSafeInteger(row.sticky) || row.sticky < 0)
+        throw new DecodeError(`${where}: "sticky" must be a whole number of seconds when present`);
+      r.sticky = row.sticky;
+    }
+    const releasedAt = optStr(row, "releasedAt", where);
+    if (releasedAt !== undefined) r.releasedAt = releasedAt;
     if (row.extra !== undefined) {
       if (!isObject(row.extra)) throw new DecodeError(`${where}: "extra" must be an object when present`);
       r.extra = row.extra;

@@ -18,7 +18,8 @@ import { ANNOTATION, IPPOOL, isObject, type Json, type KubeObject, objectForWrit
 /**
  * IPPool ⇄ Pool. `spec.allocations` is keyed by the decimal offset from the network address of
  * `spec.range`; each entry is `{id, podref, ifname?}` as Whereabouts writes it, plus ipamkit's
- * optional `poduid` and `created`. Any other field of an entry is kept in `Reservation.extra` and
+ * optional `poduid` and `created`, and `sticky` (keep seconds) and `released` of a sticky address
+ * (core DESIGN.md, "Sticky addresses"). Any other field of an entry is kept in `Reservation.extra` and
  * written back; any other field of the object is kept by writing over the object as read.
  */
 
@@ -26,7 +27,7 @@ import { ANNOTATION, IPPOOL, isObject, type Json, type KubeObject, objectForWrit
 export const WHEREABOUTS_OFFSET_LIMIT = 1n << 63n;
 
 const DECIMAL = /^(0|[1-9][0-9]*)$/;
-const KNOWN = new Set(["id", "podref", "ifname", "poduid", "created"]);
+const KNOWN = new Set(["id", "podref", "ifname", "poduid", "created", "sticky", "released"]);
 
 const corrupt = (object: string, reason: string) => new StoreCorruptError(object, reason, { component: STORE_NAME });
 
@@ -101,13 +102,14 @@ function reservationOf(cidr: Cidr, key: string, entry: unknown, objectName: stri
   const offset = BigInt(key);
   if (offset >= cidr.size) throw corrupt(objectName, `${where}: offset ${key} is outside ${cidr.text}`);
   if (!isObject(entry)) throw corrupt(objectName, `${where}: expected an object`);
-  const { id, podref, ifname, poduid, created } = entry;
+  const { id, podref, ifname, poduid, created, sticky, released } = entry;
   if (typeof id !== "string") throw corrupt(objectName, `${where}: "id" must be a string`);
   if (ifname !== undefined && typeof ifname !== "string") throw corrupt(objectName, `${where}: "ifname" must be a string`);
   for (const [field, value] of [
     ["podref", podref],
     ["poduid", poduid],
     ["created", created],
+    ["released", released],
   ] as const) {
     if (value !== undefined && typeof value !== "string") throw corrupt(objectName, `${where}: "${field}" must be a string`);
   }
@@ -121,6 +123,12 @@ function reservationOf(cidr: Cidr, key: string, entry: unknown, objectName: stri
   if (typeof podref === "string" && podref !== "") r.podRef = podref;
   if (typeof poduid === "string") r.podUid = poduid;
   if (typeof created === "string") r.createdAt = created;
+  if (sticky !== undefined) {
+    if (typeof sticky !== "number" || !Number.isSafeInteger(sticky) || sticky < 0)
+      throw corrupt(objectName, `${where}: "sticky" must be a whole number of seconds`);
+    r.sticky = sticky;
+  }
+  if (typeof released === "string") r.releasedAt = released;
   let extra: Json | undefined;
   for (const field of Object.keys(entry)) {
     if (KNOWN.has(field)) continue;
@@ -150,6 +158,8 @@ function entryOf(r: Reservation): Json {
   if (r.key.ifName !== "") entry.ifname = r.key.ifName;
   if (r.podUid !== undefined) entry.poduid = r.podUid;
   if (r.createdAt !== undefined) entry.created = r.createdAt;
+  if (r.sticky !== undefined) entry.sticky = r.sticky;
+  if (r.releasedAt !== undefined) entry.released = r.releasedAt;
   return entry;
 }
 
