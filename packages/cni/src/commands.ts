@@ -9,6 +9,7 @@ import {
   formatKey,
   type IpamStore,
   ipAt,
+  keepExpired,
   type Range,
 } from "@ipamkit/core";
 import { CNI_CODES, CniError } from "./errors.js";
@@ -95,6 +96,7 @@ export async function add(ctx: CommandContext): Promise<object> {
     addresses,
     ...(podRef === undefined ? {} : { podRef }),
     ...(args.podUid === undefined ? {} : { podUid: args.podUid }),
+    ...(config.sticky === undefined ? {} : { sticky: config.sticky.keepSeconds }),
   });
   return buildResult({
     cniVersion: config.cniVersion,
@@ -110,7 +112,8 @@ export async function add(ctx: CommandContext): Promise<object> {
 
 /** DEL: releases by exact key in every range (ranges holding nothing are fine); store failures are reported. */
 export async function del(ctx: CommandContext): Promise<void> {
-  await ipamFor(ctx).release({ network: ctx.config.networkName, ranges: ctx.ranges, key: needKey(ctx) });
+  const sticky = ctx.config.sticky !== undefined;
+  await ipamFor(ctx).release({ network: ctx.config.networkName, ranges: ctx.ranges, key: needKey(ctx), ...(sticky ? { sticky } : {}) });
 }
 
 /** CHECK: every range must hold a reservation for this key, and they must be exactly prevResult's addresses. */
@@ -172,6 +175,8 @@ export async function gc(ctx: CommandContext): Promise<void> {
           const stored = await ctx.store.readPool(ref);
           for (const r of stored?.pool ?? []) {
             if (kept(r.key)) continue;
+            // sticky: a kept address waits out its keep time here too (the store may have no reconciler)
+            if (ctx.config.sticky !== undefined && r.releasedAt !== undefined && !keepExpired(r, new Date())) continue;
             try {
               await ipam.releaseIf(ref, r);
             } catch (error) {

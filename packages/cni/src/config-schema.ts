@@ -117,6 +117,9 @@ const ipamShape = {
   // seconds (0, 30]: the bound of a call through the agent (agent-settings.ts)
   agent_timeout: opt(z.number().check(z.positive(), z.lte(30))),
   agent_uid: opt(z.int().check(z.nonnegative())),
+  // sticky addresses (DESIGN.md of core, "Sticky addresses"): keep seconds, 1 s .. 30 days
+  sticky: opt(z.boolean()),
+  sticky_ttl: opt(z.int().check(z.positive(), z.lte(2_592_000))),
   // hold Whereabouts' Lease around each ADD's writes (Kubernetes store only; config.ts)
   whereabouts_lease: opt(z.boolean()),
 };

@@ -20,7 +20,7 @@ import {
 } from "./config-flat.js";
 import { buildRanges, type SourceOf, specOf } from "./config-ranges.js";
 import { type IpamInput, type NetConfInput, netConfSchema } from "./config-schema.js";
-import { type CniVersion, type ConfigFs, type Datastore, type IpamConfig, SUPPORTED_VERSIONS } from "./types.js";
+import { type CniVersion, type ConfigFs, type Datastore, DEFAULT_STICKY_TTL, type IpamConfig, SUPPORTED_VERSIONS } from "./types.js";
 
 export { ConfigError } from "./config-errors.js";
 
@@ -140,12 +140,27 @@ function load(
     agent: { ...definedOnly({ socket: ipam.agent_socket }), required: ipam.agent_required ?? false },
     requestedIps,
     nodeBlocks,
+    ...stickyOf(ipam, sourceOf, warnings),
     validAttachments,
     prevResult: conf.prevResult,
     flatFile: flatPath,
     warnings,
   };
   return { config, ranges: parsedRanges };
+}
+
+/** `sticky`, `sticky_ttl`: per-range pools only (per-node blocks hand a reborn pod another node's block). */
+function stickyOf(ipam: IpamInput, sourceOf: SourceOf, warnings: string[]): Pick<IpamConfig, "sticky"> {
+  if (ipam.sticky !== true) {
+    if (ipam.sticky_ttl !== undefined) warnings.push("ipam.sticky_ttl is accepted but unused: it is the keep time of sticky: true");
+    return {};
+  }
+  if (ipam.node_block_size !== undefined) {
+    throw configError(7, "ipam.sticky", true, "cannot be combined with node_block_size (a reborn pod may land on another node)", {
+      source: sourceOf("sticky"),
+    });
+  }
+  return { sticky: { keepSeconds: ipam.sticky_ttl ?? DEFAULT_STICKY_TTL } };
 }
 
 /** `whereabouts_lease` coordinates with Whereabouts on its pools: only the Kubernetes store has them, never per-node blocks. */

@@ -72,6 +72,11 @@ export interface IpamConfig {
    * addresses claimed by this node. `node` defaults to the host name the dispatcher is given.
    */
   nodeBlocks: { size: number; node?: string } | undefined;
+  /**
+   * Sticky addresses (`sticky: true`, `sticky_ttl` seconds, default {@link DEFAULT_STICKY_TTL}):
+   * a pod reborn under its namespace/name gets its address back; undefined when off.
+   */
+  sticky?: { keepSeconds: number };
   /** `cni.dev/valid-attachments` for GC. */
   validAttachments: { containerID: string; ifname: string }[] | undefined;
   /** `prevResult` for CHECK (raw). */
@@ -100,3 +105,6 @@ export interface CniArgs {
   /** Keys present but not understood. */
   unknown: string[];
 }
+
+/** `ipam.sticky_ttl` when unset: seconds a sticky address is kept for its pod after a release. */
+export const DEFAULT_STICKY_TTL = 300;
