@@ -26,7 +26,7 @@ function whereaboutsV06Crds(dir: string): string {
     const spec = version.schema.openAPIV3Schema.properties.spec;
     if (crd.spec.names.kind === "IPPool") {
       const entry = spec.properties.allocations.additionalProperties;
-      for (const field of ["ifname", "poduid", "created"]) delete entry.properties[field];
+      for (const field of ["ifname", "poduid", "created", "sticky", "released"]) delete entry.properties[field];
       delete entry["x-kubernetes-preserve-unknown-fields"];
     }
     if (crd.spec.names.kind === "OverlappingRangeIPReservation") {
@@ -186,5 +186,25 @@ describe(`a CRD without ifname (Whereabouts < 0.8) on kube-apiserver ${binaryPat
     expect(await del(key("C", "eth0"))).toEqual(["10.20.0.4"]);
     expect(await allocations()).toEqual({});
     expect((await raw.list(RESERVATION)).map((o) => o.metadata?.name)).toEqual([]);
+  });
+
+  it("sticky degrades to non-sticky where the CRD prunes its fields, and the warning says so", async () => {
+    const sticky = (k: ReturnType<typeof key>, podUid: string) =>
+      call(async (ipam) => {
+        const [a] = await ipam.allocate({ ranges: [range], key: k, podRef: "db/db-0", podUid, sticky: 60 });
+        return a === undefined ? "none" : formatIp(a.address);
+      });
+    expect(await sticky(key("old", "net1"), "uid-1")).toBe("10.20.0.1");
+    expect((await allocations())["1"]).toEqual({ id: "old", podref: "db/db-0" });
+    // no UID and no sticky marker survived: the reborn pod is not given the old sandbox's address
+    expect(await sticky(key("new", "net1"), "uid-2")).toBe("10.20.0.2");
+    // and a DEL frees instead of keeping
+    expect(
+      await call(async (ipam) =>
+        (await ipam.release({ ranges: [range], key: key("old", "net1"), sticky: true })).map((r) => formatIp(r.address)),
+      ),
+    ).toEqual(["10.20.0.1"]);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/sticky addresses degrade to non-sticky/);
   });
 });
