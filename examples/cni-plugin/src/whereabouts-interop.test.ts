@@ -83,51 +83,21 @@ describe("ipamkit beside Whereabouts v0.9.2 on Whereabouts' CRDs", () => {
     expect(again.every((ip) => [...live.values()].includes(ip))).toBe(true);
   });
 
-  // Not met yet (issue 34 stays open for it): 0 Whereabouts failures. ipamkit writes its ORIP before
-  // its pool entry; Whereabouts checks the ORIP, patches the pool, then creates the ORIP and fails
-  // the ADD when it already exists. An ipamkit ORIP landing in that window (ipamkit then loses the
-  // pool write and deletes it) fails 1-3 of 10 Whereabouts ADDs a round. Asserted here: every
+  // ipamkit writes its ORIP before its pool entry; Whereabouts, holding its Lease `whereabouts`,
+  // checks the ORIP, patches the pool, then creates the ORIP and fails the ADD when it already
+  // exists. Without `whereabouts_lease`, an ipamkit ORIP landing in that window (ipamkit then loses
+  // the pool write and deletes it) fails 1-3 of 10 Whereabouts ADDs a round: asserted here, every
   // ipamkit ADD succeeds, a Whereabouts ADD fails only that way, no address twice, nothing left.
-  it("10 ipamkit + 10 Whereabouts ADDs at once, 3 rounds: no duplicates, ipamkit never fails; then every DEL leaves no entry and no ORIP", async () => {
-    const range = "10.81.3.0/24";
-    const conf = interopConf(interop, range);
-    const live = new Map<Attachment, string>();
-    const adds: CallResult[] = [];
-    for (let round = 0; round < 3; round++) {
-      const calls = Array.from({ length: 20 }, (_, i) => {
-        const binary: Binary = i % 2 === 0 ? "ipamkit" : "whereabouts";
-        return cni(interop, binary, "ADD", attachment(`mix-${round}-${binary}-${i}`), conf);
-      });
-      const results = await Promise.all(calls);
-      adds.push(...results);
-      // soft: every round and the DELs still run, so a failure shows what each round did
-      expect.soft(failures(results.filter((r) => r.binary === "ipamkit")), `round ${round}`).toEqual([]);
-      const whereaboutsFailed = results.filter((r) => r.binary === "whereabouts" && r.run.code !== 0);
-      for (const r of whereaboutsFailed)
-        expect.soft(r.run.stdout, `round ${round}`).toMatch(/overlappingrangeipreservations.* already exists/);
-      for (const r of results) if (r.ip !== undefined) live.set(r.attachment, r.ip);
-      expect.soft(duplicateAddresses(adds), `round ${round}`).toEqual([]);
-      // A failed Whereabouts ADD leaves its pool entry until the runtime's DEL below, with or without
-      // an ORIP (ipamkit's, rewritten to name that entry, when ipamkit then lost the pool write).
-      const pending = new Set(adds.filter((r) => r.binary === "whereabouts" && r.run.code !== 0).map((r) => r.attachment.id));
-      const state = await readState(interop, range);
-      const pendingOrip = (o: (typeof state.orips)[number]) =>
-        [...pending].some((id) => o.containerid === id || o.podref?.endsWith(`/pod-${id}`));
-      const settled = {
-        ...state,
-        entries: state.entries.filter((e) => !pending.has(e.id)),
-        orips: state.orips.filter((o) => !pendingOrip(o)),
-      };
-      const found = problems(settled, { live });
-      expect.soft(found, `round ${round}`).toEqual([]);
-    }
-    // every attachment is deleted by the binary that added it, failed ADDs too (as a runtime does)
-    const dels = await Promise.all(adds.map((r) => cni(interop, r.binary, "DEL", r.attachment, conf)));
-    expect(failures(dels)).toEqual([]);
-    const after = await readState(interop, range);
-    expect(after.entries).toEqual([]);
-    expect(after.orips).toEqual([]);
+  it("10 ipamkit + 10 Whereabouts ADDs at once, 3 rounds, whereabouts_lease off: no duplicates, ipamkit never fails, Whereabouts only on the ORIP create; every DEL leaves nothing", async () => {
+    await mixedRounds("10.81.3.0/24", {}, "only-orip-create");
   }, 120_000);
+
+  // With `whereabouts_lease: true` ipamkit holds that Lease around its claim and pool writes, so no
+  // ipamkit ORIP can land inside Whereabouts' window: no Whereabouts ADD fails at all.
+  it("10 ipamkit + 10 Whereabouts ADDs at once, 3 rounds, whereabouts_lease on: no duplicates and no failure of either binary; every DEL leaves nothing", async () => {
+    const adds = await mixedRounds("10.81.5.0/24", { whereabouts_lease: true }, "none");
+    expect(adds.filter((r) => r.binary === "whereabouts" && r.run.code === 0)).toHaveLength(30);
+  }, 180_000);
 
   it("20 ipamkit ADDs at once on a fresh range: every ORIP names its entry's attachment; after 20 DELs no ORIP remains", async () => {
     const range = "10.81.4.0/24";
@@ -147,3 +117,53 @@ describe("ipamkit beside Whereabouts v0.9.2 on Whereabouts' CRDs", () => {
     expect(await add("whereabouts", attachment("after-burst"), conf)).toBe("10.81.4.1");
   }, 120_000);
 });
+
+/**
+ * 10 ipamkit + 10 Whereabouts ADDs at once on `range`, 3 rounds, then every DEL by the binary that
+ * added it. `whereaboutsMayFail`: "none", or only with Whereabouts' ORIP create meeting an existing
+ * ORIP. ipamkit never fails; no address twice; every ORIP names its entry; nothing left after.
+ */
+async function mixedRounds(
+  range: string,
+  extra: Record<string, unknown>,
+  whereaboutsMayFail: "none" | "only-orip-create",
+): Promise<CallResult[]> {
+  const conf = interopConf(interop, range, extra);
+  const live = new Map<Attachment, string>();
+  const adds: CallResult[] = [];
+  for (let round = 0; round < 3; round++) {
+    const calls = Array.from({ length: 20 }, (_, i) => {
+      const binary: Binary = i % 2 === 0 ? "ipamkit" : "whereabouts";
+      return cni(interop, binary, "ADD", attachment(`mix-${range.split(".")[2]}-${round}-${binary}-${i}`), conf);
+    });
+    const results = await Promise.all(calls);
+    adds.push(...results);
+    // soft: every round and the DELs still run, so a failure shows what each round did
+    expect.soft(failures(results.filter((r) => r.binary === "ipamkit")), `round ${round}`).toEqual([]);
+    const whereaboutsFailed = results.filter((r) => r.binary === "whereabouts" && r.run.code !== 0);
+    if (whereaboutsMayFail === "none") expect.soft(failures(whereaboutsFailed), `round ${round}`).toEqual([]);
+    for (const r of whereaboutsFailed)
+      expect.soft(r.run.stdout, `round ${round}`).toMatch(/overlappingrangeipreservations.* already exists/);
+    for (const r of results) if (r.ip !== undefined) live.set(r.attachment, r.ip);
+    expect.soft(duplicateAddresses(adds), `round ${round}`).toEqual([]);
+    // A failed Whereabouts ADD leaves its pool entry until the runtime's DEL below, with or without
+    // an ORIP (ipamkit's, rewritten to name that entry, when ipamkit then lost the pool write).
+    const pending = new Set(adds.filter((r) => r.binary === "whereabouts" && r.run.code !== 0).map((r) => r.attachment.id));
+    const state = await readState(interop, range);
+    const pendingOrip = (o: (typeof state.orips)[number]) =>
+      [...pending].some((id) => o.containerid === id || o.podref?.endsWith(`/pod-${id}`));
+    const settled = {
+      ...state,
+      entries: state.entries.filter((e) => !pending.has(e.id)),
+      orips: state.orips.filter((o) => !pendingOrip(o)),
+    };
+    expect.soft(problems(settled, { live }), `round ${round}`).toEqual([]);
+  }
+  // every attachment is deleted by the binary that added it, failed ADDs too (as a runtime does)
+  const dels = await Promise.all(adds.map((r) => cni(interop, r.binary, "DEL", r.attachment, conf)));
+  expect(failures(dels)).toEqual([]);
+  const after = await readState(interop, range);
+  expect(after.entries).toEqual([]);
+  expect(after.orips).toEqual([]);
+  return adds;
+}
