@@ -38,6 +38,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if not (has .Values.reconciler.mode (list "cron" "watch")) -}}
 {{- fail (printf "reconciler.mode must be cron or watch, not %q" .Values.reconciler.mode) -}}
 {{- end -}}
+{{- if and .Values.whereaboutsLease (ne .Values.store.type "kubernetes") -}}
+{{- fail "whereaboutsLease needs store.type kubernetes (Whereabouts' Lease guards its pools there)" -}}
+{{- end -}}
 {{- range .Values.cni.binaryNames -}}
 {{- if not (regexMatch "^[A-Za-z0-9][A-Za-z0-9._-]*$" .) -}}
 {{- fail (printf "cni.binaryNames: not a file name: %q" .) -}}
@@ -48,9 +51,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{/* Where the etcd TLS Secret is mounted in the agent and the reconciler. */}}
 {{- define "ipamkit.etcdTlsDir" -}}/etc/ipamkit/etcd{{- end -}}
 
-{{/* The flat-file keys the installer adds: the agent's socket, and the etcd connection. */}}
+{{/* The flat-file keys the installer adds: the agent's socket, the etcd connection, whereabouts_lease. */}}
 {{- define "ipamkit.flatFileKeys" -}}
 {{- $keys := dict "agent_socket" (include "ipamkit.socket" .) "agent_required" .Values.agent.required -}}
+{{- if .Values.whereaboutsLease -}}
+{{- $_ := set $keys "whereabouts_lease" true -}}
+{{- end -}}
 {{- if eq .Values.store.type "etcd" -}}
 {{- $_ := set $keys "etcd_host" (join "," .Values.store.etcd.endpoints) -}}
 {{- if .Values.store.etcd.tls.secretName -}}

@@ -93,6 +93,20 @@ describe("helm lint and template", () => {
     ]);
   });
 
+  it("whereaboutsLease: the Lease grants of rbac-cni-whereabouts-lease.yaml and the flat-file key; refused with etcd", () => {
+    const objects = template(["--set", "whereaboutsLease=true"], false);
+    const lease = rulesOf("rbac-cni-whereabouts-lease.yaml", "Role", "ipamkit-cni-whereabouts-lease");
+    expect(find(objects, "Role", "ipamkit-cni").rules).toEqual([...rulesOf("rbac-cni.yaml", "Role", "ipamkit-cni"), ...lease]);
+    const install = find(objects, "DaemonSet", "ipamkit-node").spec.template.spec.initContainers[0];
+    const flat = JSON.parse(install.args[install.args.indexOf("--flat-file-json") + 1]);
+    expect(flat.whereabouts_lease).toBe(true);
+    const off = find(template([], false), "DaemonSet", "ipamkit-node").spec.template.spec.initContainers[0];
+    expect(JSON.parse(off.args[off.args.indexOf("--flat-file-json") + 1])).not.toHaveProperty("whereabouts_lease");
+    expect(helmRun(["template", "x", CHART, ...ETCD_VALUES, "--set", "whereaboutsLease=true"]).stderr).toContain(
+      "whereaboutsLease needs store.type kubernetes",
+    );
+  });
+
   it("the DaemonSet's installer arguments, run by the real installer, write the flat file the agent's socket and probes match", async () => {
     for (const values of [[], ETCD_VALUES]) {
       const ds = find(template(values, false), "DaemonSet", "ipamkit-node");
