@@ -143,6 +143,8 @@ export async function reconcileOnce(options: ReconcileOptions): Promise<Reconcil
     store: handingOnReads(options.store, { pools: observation.stored, ...(claims === undefined ? {} : { claims }) }),
     ...(options.overlappingRanges === undefined ? {} : { overlappingRanges: options.overlappingRanges }),
     ...(options.retry === undefined ? {} : { retry: options.retry }),
+    // a sticky reservation released here is marked kept as of this pass's clock
+    ...(options.now === undefined ? {} : { now: options.now }),
   });
   const outcomes = await mapLimited([...byPool(confirmed)], concurrency, ([pool, verdicts]) => releaseInPool(ipam, pool, verdicts, log));
   for (const outcome of outcomes) {
