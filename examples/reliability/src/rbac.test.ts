@@ -125,7 +125,8 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
   timeout: 300_000,
 }, async () => {
   const admin = KubernetesObjectApi.makeApiClient(server.kubeConfig);
-  const cniManifest = manifest("rbac-cni.yaml");
+  // with the Lease grants of `whereabouts_lease: true`, used by two ADDs below
+  const cniManifest = [...manifest("rbac-cni.yaml"), ...manifest("rbac-cni-whereabouts-lease.yaml")];
   const reconcilerManifest = manifest("rbac-reconciler.yaml");
   for (const object of [...cniManifest, ...reconcilerManifest]) await admin.create(object);
   const cniKubeconfig = await accountKubeconfig("ipamkit-cni");
@@ -196,6 +197,9 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
     },
   });
   expect((await cni("ADD", "c6", conf({}, { runtimeConfig: { ips: ["10.67.0.50"] } })))?.ips[0]?.address).toBe("10.67.0.50/24");
+  // whereabouts_lease: Whereabouts' Lease created by the first ADD, then read and updated
+  await cni("ADD", "l1", conf({ whereabouts_lease: true }));
+  await cni("ADD", "l2", conf({ whereabouts_lease: true }));
   // per-node blocks: affinity claims
   await cni("ADD", "b1", conf({ range: "10.68.0.0/26", node_block_size: 4, node_name: "node-a" }));
   // an orphan for the reconciler
