@@ -3,7 +3,7 @@
  * kube-apiserver (Whereabouts' CRDs) in the same run: per-call ADD and DEL time, sequential and
  * interleaved (each binary on its own range, call i of every binary back to back), then 50 ADDs
  * 10 at a time and 50 DELs 10 at a time per binary, alternating binaries, BENCH_ROUNDS rounds.
- * ipamkit runs in direct mode and through its node-local agent. Every range is checked after: no
+ * ipamkit runs in direct mode and through its node-local agent, each also with `whereabouts_lease`. Every range is checked after: no
  * address twice, and no entry and no ORIP left after the DELs.
  * Run: pnpm --filter @ipamkit/example-cni-plugin bench:whereabouts   (after pnpm build, both build.sh)
  */
@@ -99,6 +99,13 @@ const modes: Mode[] = [
   { name: `Whereabouts ${interop.whereabouts.version}`, binary: "whereabouts", extra: {} },
   { name: "ipamkit, direct", binary: "ipamkit", extra: {} },
   { name: "ipamkit, agent", binary: "ipamkit", extra: { agent_socket: agent.socketPath, agent_required: true } },
+  // holding Whereabouts' Lease around each ADD's writes (coexistence mode)
+  { name: "ipamkit, direct, whereabouts_lease", binary: "ipamkit", extra: { whereabouts_lease: true } },
+  {
+    name: "ipamkit, agent, whereabouts_lease",
+    binary: "ipamkit",
+    extra: { agent_socket: agent.socketPath, agent_required: true, whereabouts_lease: true },
+  },
 ];
 const tallies: Tally[] = modes.map(() => ({ add: [], del: [], burstAdd: [], burstDel: [], failed: [], duplicates: [], left: [] }));
 const started = new Date();
