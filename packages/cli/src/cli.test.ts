@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { IpamStore } from "@ipamkit/core";
+import { createIpam, type IpamStore } from "@ipamkit/core";
 import { createFileStore } from "@ipamkit/storage-file";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { key, lines, NARROW, NET, plantDuplicate, runBin, seedBlocks, seedClean, WIDE } from "./test-support.js";
@@ -171,6 +171,25 @@ describe("ipamkit on the file store", () => {
     const again = await runBin(["release", "--key", "ctr-a/net1", ...args]);
     expect(again.code).toBe(1);
     expect(again.stdout).toMatch(/nothing held/);
+  });
+
+  it("release of a sticky reservation: kept for its pod first (show says so), freed by a second release", async () => {
+    const ipam = createIpam({ store });
+    await ipam.allocate({ network: NET, ranges: [WIDE], key: key("sts-0"), podRef: "default/db-0", podUid: "uid-1", sticky: 300 });
+    const held = await runBin(["show", `${NET}/10.20.0.0/24`, ...args]);
+    expect(held.stdout).toMatch(/10\.20\.0\.1\s+sts-0\/net1\s+default\/db-0\s+\d+s\s+held/);
+    const dry = await runBin(["release", "--key", "sts-0/net1", "--network", NET, ...args, "--dry-run", "--json"]);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect((JSON.parse(dry.stdout) as { results: { outcome: string }[] }).results.map((r) => r.outcome)).toEqual(["would-keep"]);
+    const first = await runBin(["release", "--key", "sts-0/net1", "--network", NET, ...args]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(/^kept\s+net-a\/10\.20\.0\.0\/24\s+10\.20\.0\.1/m);
+    const kept = await runBin(["show", `${NET}/10.20.0.0/24`, ...args]);
+    expect(kept.stdout).toMatch(/10\.20\.0\.1\s+sts-0\/net1\s+default\/db-0\s+\d+s\s+kept \d+s/);
+    const second = await runBin(["release", "--key", "sts-0/net1", "--network", NET, ...args]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout).toMatch(/^released\s+net-a\/10\.20\.0\.0\/24\s+10\.20\.0\.1/m);
+    expect((await store.readPool({ network: NET, cidr: WIDE.cidr.text }))?.pool.size).toBe(0);
   });
 
   it("release --ip: refuses an address held in two pools unless --pool names one", async () => {

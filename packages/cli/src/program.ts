@@ -175,7 +175,9 @@ export function addCommands(program: Command, io: Io): void {
   storeOptions(
     program
       .command("release")
-      .description("release one attachment, only if it is still exactly as read (its claim with it); exit 1 when nothing was released")
+      .description(
+        "release one attachment, only if it is still exactly as read (its claim with it); a sticky one still held is kept first; exit 1 when nothing was released",
+      )
       .option("--key <containerID/ifName>", "the attachment key (exact)")
       .option("--ip <address>", "the address (its holder, as read)")
       .option("--pool <cidr>", "only this pool")
@@ -195,7 +197,8 @@ export function addCommands(program: Command, io: Io): void {
         progress,
       );
       io.out(flags.json === true ? JSON.stringify({ dryRun, results }, null, 2) : releaseText(results, dryRun));
-      const done = results.length > 0 && results.every((r) => r.outcome === (dryRun ? "would-release" : "released"));
+      const ok = dryRun ? ["would-release", "would-keep"] : ["released", "kept"];
+      const done = results.length > 0 && results.every((r) => ok.includes(r.outcome));
       io.exit(done ? EXIT.ok : EXIT.findings);
     });
   });

@@ -6,6 +6,7 @@ import {
   holderAt,
   type IpamStore,
   ipAt,
+  isKept,
   type Pool,
   type PoolRef,
   parseCidr,
@@ -28,7 +29,11 @@ export interface ReleaseRequest {
   dryRun: boolean;
 }
 
-export type ReleaseOutcome = "would-release" | "released" | "changed" | "absent";
+/**
+ * A sticky reservation still held by its sandbox is first kept for its pod (`kept`, as a DEL would
+ * do), not freed: release it again to free it.
+ */
+export type ReleaseOutcome = "would-release" | "would-keep" | "released" | "kept" | "changed" | "absent";
 
 export interface ReleaseResult {
   pool: string;
@@ -102,8 +107,13 @@ export async function release(store: IpamStore, spec: StoreSpec, request: Releas
   const ipam = createIpam({ store, overlappingRanges: spec.overlappingRanges ?? true });
   const results: ReleaseResult[] = [];
   for (const { ref, reservation } of targets) {
-    let outcome: ReleaseOutcome = "would-release";
-    if (!request.dryRun) [outcome = "absent"] = await ipam.releaseAllIf(ref, [reservation]);
+    // core's release of a held sticky reservation marks it kept instead of freeing it
+    const keeps = reservation.sticky !== undefined && !isKept(reservation);
+    let outcome: ReleaseOutcome = keeps ? "would-keep" : "would-release";
+    if (!request.dryRun) {
+      const [done = "absent"] = await ipam.releaseAllIf(ref, [reservation]);
+      outcome = done === "released" && keeps ? "kept" : done;
+    }
     results.push({
       pool: poolId(ref),
       address: formatIp(ipAt(parseCidr(ref.cidr), reservation.offset)),

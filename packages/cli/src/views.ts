@@ -1,4 +1,4 @@
-import { formatKey, type PoolRef, poolId, type StoredPool } from "@ipamkit/core";
+import { formatKey, isKept, type PoolRef, poolId, type Reservation, type StoredPool } from "@ipamkit/core";
 import type { AuditReport } from "./audit.js";
 import type { PoolView } from "./inventory.js";
 import type { ReleaseResult } from "./release.js";
@@ -66,13 +66,26 @@ export function showJson(ref: PoolRef, stored: StoredPool, address: (offset: big
       ...(r.podRef === undefined ? {} : { podRef: r.podRef }),
       ...(r.podUid === undefined ? {} : { podUid: r.podUid }),
       ...(r.createdAt === undefined ? {} : { createdAt: r.createdAt }),
+      state: state(r),
+      ...(r.releasedAt === undefined ? {} : { releasedAt: r.releasedAt }),
     })),
   };
 }
 
+/** "held" by its sandbox, or "kept" for its pod after a DEL (sticky addresses). */
+const state = (r: Reservation): "held" | "kept" => (isKept(r) ? "kept" : "held");
+
 export function showTable(ref: PoolRef, stored: StoredPool, address: (offset: bigint) => string, now: Date): string {
-  const rows = stored.pool.reservations().map((r) => [address(r.offset), formatKey(r.key), r.podRef ?? "-", age(r.createdAt, now)]);
-  return `pool ${poolId(ref)}: ${rows.length} reservation(s)\n${table(["ADDRESS", "KEY", "POD", "AGE"], rows)}`;
+  const rows = stored.pool
+    .reservations()
+    .map((r) => [
+      address(r.offset),
+      formatKey(r.key),
+      r.podRef ?? "-",
+      age(r.createdAt, now),
+      isKept(r) ? `kept ${age(r.releasedAt, now)}` : "held",
+    ]);
+  return `pool ${poolId(ref)}: ${rows.length} reservation(s)\n${table(["ADDRESS", "KEY", "POD", "AGE", "STATE"], rows)}`;
 }
 
 export function auditText(report: AuditReport, failing: number, podsSkipped = "no kubeconfig"): string {
