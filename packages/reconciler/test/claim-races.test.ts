@@ -1,7 +1,7 @@
 import { attachmentKey, createIpam, formatIp, type IpamStore, parseRange } from "@ipamkit/core";
 import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { type Cluster, clusterTargets, POOL_NS } from "./cluster.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { type Cluster, clusterTargets, freshClusterEach, POOL_NS } from "./cluster.js";
 
 /**
  * Issue 34: 20 concurrent ipamkit ADDs on a fresh range, then 20 DELs, left 14–19
@@ -31,20 +31,12 @@ async function orips(): Promise<Orip[]> {
 
 for (const target of clusterTargets()) {
   describe(`concurrent ADDs and DELs leave every ORIP naming its entry, and none after the DELs, on ${target.name}`, () => {
-    let host: Awaited<ReturnType<typeof target.open>>;
     const clients: IpamStore[] = [];
-    beforeAll(async () => {
-      host = await target.open();
-    });
-    afterAll(async () => {
-      await host?.close();
-    });
-    beforeEach(async () => {
-      cluster = await host.cluster();
+    freshClusterEach(target, (c) => {
+      cluster = c;
     });
     afterEach(async () => {
       await Promise.all(clients.splice(0).map((c) => c.close()));
-      await cluster?.close();
     });
 
     /** One CNI call: a store client of its own. */

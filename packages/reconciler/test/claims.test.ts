@@ -1,8 +1,8 @@
 import { attachmentKey, createIpam, parseRange } from "@ipamkit/core";
 import { ipPoolName } from "@ipamkit/storage-kubernetes";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { reconcileOnce } from "../src/reconcile.js";
-import { anHourAgo, type Cluster, clusterTargets, POOL_NS, range } from "./cluster.js";
+import { anHourAgo, type Cluster, clusterTargets, freshClusterEach, POOL_NS, range } from "./cluster.js";
 
 /**
  * The claim audit (claim-audit.ts) on the Kubernetes store: OverlappingRangeIPReservations that no
@@ -83,18 +83,8 @@ async function seedInconsistencies(): Promise<void> {
 
 for (const target of clusterTargets()) {
   describe(`claim audit on ${target.name}`, () => {
-    let host: Awaited<ReturnType<typeof target.open>>;
-    beforeAll(async () => {
-      host = await target.open();
-    });
-    afterAll(async () => {
-      await host?.close();
-    });
-    beforeEach(async () => {
-      cluster = await host.cluster();
-    });
-    afterEach(async () => {
-      await cluster?.close();
+    freshClusterEach(target, (c) => {
+      cluster = c;
     });
 
     it("a dry run reports every record without entry, entry without record and record naming another container, with reasons, and changes nothing", async () => {

@@ -3,6 +3,7 @@ import { binaryPaths, startKubeApiserver } from "@ipamkit/kube-apiserver-launche
 import { type KubeTestServer, startKubeTestServer } from "@ipamkit/kube-test-server";
 import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import { createKubernetesPodSource, type PodSource } from "../src/pod-source.js";
 
 export const POOL_NS = "kube-system";
@@ -143,6 +144,29 @@ const realApiserverTarget: ClusterTarget = {
 
 /** The stand-in and a real kube-apiserver: the same tests run on both. */
 export const clusterTargets = (): ClusterTarget[] => [testServerTarget, realApiserverTarget];
+
+/**
+ * Registers the hooks of a describe on `target`: its host opened once, and a fresh cluster for each
+ * test, handed to `use` before the test and closed after it.
+ */
+export function freshClusterEach(target: ClusterTarget, use: (cluster: Cluster) => void): void {
+  let host: Awaited<ReturnType<ClusterTarget["open"]>> | undefined;
+  let cluster: Cluster | undefined;
+  beforeAll(async () => {
+    host = await target.open();
+  });
+  afterAll(async () => {
+    await host?.close();
+  });
+  beforeEach(async () => {
+    if (host === undefined) throw new Error(`${target.name} did not open`);
+    cluster = await host.cluster();
+    use(cluster);
+  });
+  afterEach(async () => {
+    await cluster?.close();
+  });
+}
 
 /** The stand-in behind `cluster`, for fault injection; throws on a real kube-apiserver. */
 export function standIn(cluster: Cluster): KubeTestServer {

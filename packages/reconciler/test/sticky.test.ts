@@ -1,7 +1,7 @@
 import { attachmentKey, createIpam, formatIp, ipAt } from "@ipamkit/core";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { reconcileOnce } from "../src/reconcile.js";
-import { type Cluster, clusterTargets, range } from "./cluster.js";
+import { type Cluster, clusterTargets, freshClusterEach, range } from "./cluster.js";
 
 // Sticky addresses and the reconciler (core DESIGN.md, "Sticky addresses"): a StatefulSet pod
 // reborn under its name (new UID) while its old sandbox died with its node. Without sticky the
@@ -14,19 +14,9 @@ const KEEP = 120;
 
 for (const target of clusterTargets()) {
   describe(`sticky addresses and the reconciler on ${target.name}`, () => {
-    let host: Awaited<ReturnType<typeof target.open>>;
     let cluster: Cluster;
-    beforeAll(async () => {
-      host = await target.open();
-    });
-    afterAll(async () => {
-      await host?.close();
-    });
-    beforeEach(async () => {
-      cluster = await host.cluster();
-    });
-    afterEach(async () => {
-      await cluster?.close();
+    freshClusterEach(target, (c) => {
+      cluster = c;
     });
     const held = async () =>
       ((await cluster.store.readPool(pool))?.pool.reservations() ?? []).map(
