@@ -35,6 +35,11 @@ export function runPlugin(env: Record<string, string>, stdin: string | Buffer | 
       }
       resolve({ code, stdout, stderr, json });
     });
+    // A call the binary answers without reading stdin (VERSION) may exit before the write lands:
+    // EPIPE then says nothing about the answer, which is judged from stdout and the exit code.
+    child.stdin.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code !== "EPIPE") reject(error);
+    });
     child.stdin.end(typeof stdin === "string" || Buffer.isBuffer(stdin) ? stdin : JSON.stringify(stdin));
   });
 }

@@ -23,6 +23,10 @@ export function run(file: string, args: readonly string[], env: Record<string, s
     });
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
+    // a program that answers without reading stdin may exit before the write lands (EPIPE)
+    child.stdin.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code !== "EPIPE") reject(error);
+    });
     child.stdin.end(input);
   });
 }
