@@ -62,9 +62,12 @@ describe("--metrics-address", () => {
       expect(sample(text, 'ipamkit_reconciler_releases_total{reason="pod-missing",dry_run="false"}')).toBe(2);
       expect(sample(text, "ipamkit_reconciler_leader")).toBe(1);
       expect(sample(text, "ipamkit_reconciler_pools")).toBe(1);
+      // read before or after the two releases, depending on which pass the scrape follows
+      expect([0, 2]).toContain(sample(text, 'ipamkit_pool_addresses_used{network="",pool="10.9.0.0/24"}'));
+      expect(sample(text, 'ipamkit_pool_addresses_capacity{network="",pool="10.9.0.0/24"}')).toBe(254);
       // every reconciler metric the Grafana dashboard (docs/grafana/ipamkit.json) queries is one it exports
       const dashboard = readFileSync(join(import.meta.dirname, "..", "..", "..", "docs", "grafana", "ipamkit.json"), "utf8");
-      const queried = [...new Set(dashboard.match(/ipamkit_reconciler_[a-z_]+/g) ?? [])];
+      const queried = [...new Set(dashboard.match(/ipamkit_(reconciler|pool)_[a-z_]+/g) ?? [])];
       expect(queried.length).toBeGreaterThan(4);
       for (const name of queried) expect(text, name).toContain(`# TYPE ${name} `);
       const health = await fetch(`${url}/healthz`);

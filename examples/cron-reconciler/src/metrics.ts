@@ -12,6 +12,7 @@ export interface ReconcilerMetrics {
 /**
  * The reconciler's Prometheus metrics (`--metrics-address`): passes by result, releases by reason,
  * claim repairs by kind (each labelled dry_run), the last pass's pools and reservations and time,
+ * each pool's used and usable addresses,
  * and whether this instance leads.
  */
 export function createReconcilerMetrics(): ReconcilerMetrics {
@@ -38,6 +39,18 @@ export function createReconcilerMetrics(): ReconcilerMetrics {
   });
   const pools = new Gauge({ name: "ipamkit_reconciler_pools", help: "Pools read by the last pass.", registers });
   const reservations = new Gauge({ name: "ipamkit_reconciler_reservations", help: "Reservations seen by the last pass.", registers });
+  const used = new Gauge({
+    name: "ipamkit_pool_addresses_used",
+    help: "Reservations in each pool, as the last full or targeted pass read it (before its releases).",
+    labelNames: ["network", "pool"] as const,
+    registers,
+  });
+  const capacity = new Gauge({
+    name: "ipamkit_pool_addresses_capacity",
+    help: "Usable addresses of each pool's CIDR (network and last address left out; a config's range_start, range_end and exclude are not known to the reconciler).",
+    labelNames: ["network", "pool"] as const,
+    registers,
+  });
   const last = new Gauge({
     name: "ipamkit_reconciler_last_pass_timestamp_seconds",
     help: "When the last pass finished (Unix time).",
@@ -58,6 +71,14 @@ export function createReconcilerMetrics(): ReconcilerMetrics {
       for (const finding of report.claims?.repaired ?? []) repairs.inc({ kind: finding.kind, dry_run: dryRun });
       pools.set(report.pools);
       reservations.set(report.reservations);
+      // pools that are gone leave no series behind
+      used.reset();
+      capacity.reset();
+      for (const u of report.usage) {
+        const labels = { network: u.pool.network, pool: u.pool.cidr };
+        used.set(labels, u.used);
+        capacity.set(labels, u.capacity);
+      }
       last.set(Date.now() / 1000);
     },
     passFailed() {

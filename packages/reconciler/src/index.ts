@@ -11,7 +11,7 @@ export type { KubernetesPodSourceOptions, PodSource } from "./pod-source.js";
 export { createKubernetesPodSource } from "./pod-source.js";
 export type { PodWatchOptions } from "./pod-watch.js";
 export { watchPods } from "./pod-watch.js";
-export type { ReconcileOptions, ReconcileReport, SkipReason } from "./reconcile.js";
+export type { PoolUsage, ReconcileOptions, ReconcileReport, SkipReason } from "./reconcile.js";
 export {
   DEFAULT_CLAIM_SETTLE_MS,
   DEFAULT_CONCURRENCY,

@@ -18,7 +18,7 @@ import pino, { type Logger } from "pino";
 import { auditClaimsOf, type ClaimAuditReport } from "./claim-audit.js";
 import { type HandedReads, handingOnReads } from "./handed-reads.js";
 import { mapLimited } from "./map-limited.js";
-import { observePools } from "./observe.js";
+import { type Observation, observePools } from "./observe.js";
 import type { PodSource } from "./pod-source.js";
 
 /** Default grace period: a reservation younger than this is never released. */
@@ -82,6 +82,15 @@ export interface ReconcileReport {
   failed: { subject: string; error: Error }[];
   /** The claim audit (full passes with overlapping ranges on), else undefined. */
   claims?: ClaimAuditReport;
+  /** Each readable pool as the pass read it (before its releases): reservations and usable addresses. */
+  usage: PoolUsage[];
+}
+
+export interface PoolUsage {
+  pool: PoolRef;
+  used: number;
+  /** The CIDR's addresses less its network and last address (a config's range_start/end and excludes are not known here). */
+  capacity: number;
 }
 
 const silent = pino({ level: "silent" });
@@ -119,6 +128,7 @@ export async function reconcileOnce(options: ReconcileOptions): Promise<Reconcil
     kept: {},
     skipped: [],
     failed: observation.unreadable.map((u) => ({ subject: `pool ${poolId(u.pool)}`, error: u.error })),
+    usage: usageOf(observation),
   };
   for (const u of observation.unreadable) log.error({ pool: poolId(u.pool), err: u.error }, "pool unreadable; left as it is");
 
@@ -274,6 +284,13 @@ function byPool(verdicts: Verdict[]): Map<PoolRef, Verdict[]> {
     groups.set(id, group);
   }
   return new Map([...groups.values()].map((g) => [g.ref, g.verdicts]));
+}
+
+function usageOf(observation: Observation): PoolUsage[] {
+  return observation.refs.flatMap((ref) => {
+    const stored = observation.stored.get(poolId(ref));
+    return stored === undefined ? [] : [{ pool: ref, used: stored.pool.size, capacity: Number(stored.pool.cidr.size - 2n) }];
+  });
 }
 
 /** The log fields of one verdict. */
