@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startAgentProcess } from "../test/agent-process.js";
 import {
   type Attachment,
   attachment,
@@ -97,6 +98,17 @@ describe("ipamkit beside Whereabouts v0.9.2 on Whereabouts' CRDs", () => {
   it("10 ipamkit + 10 Whereabouts ADDs at once, 3 rounds, whereabouts_lease on: no duplicates and no failure of either binary; every DEL leaves nothing", async () => {
     const adds = await mixedRounds("10.81.5.0/24", { whereabouts_lease: true }, "none");
     expect(adds.filter((r) => r.binary === "whereabouts" && r.run.code === 0)).toHaveLength(30);
+  }, 180_000);
+
+  it("the same through ipamkit's node-local agent, whereabouts_lease on: no failure of either binary; every DEL leaves nothing", async () => {
+    const agent = await startAgentProcess();
+    try {
+      const extra = { whereabouts_lease: true, agent_socket: agent.socketPath, agent_required: true };
+      const adds = await mixedRounds("10.81.6.0/24", extra, "none");
+      expect(adds.filter((r) => r.binary === "whereabouts" && r.run.code === 0)).toHaveLength(30);
+    } finally {
+      await agent.stop();
+    }
   }, 180_000);
 
   it("20 ipamkit ADDs at once on a fresh range: every ORIP names its entry's attachment; after 20 DELs no ORIP remains", async () => {

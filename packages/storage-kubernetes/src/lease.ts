@@ -142,7 +142,8 @@ export function whereaboutsLease(options: WhereaboutsLeaseOptions = {}): Exclusi
       leaseDurationSeconds: durationSeconds,
       acquireTime: time,
       renewTime: time,
-      leaseTransitions: lease === undefined ? 0 : (lease.spec?.leaseTransitions ?? 0) + (lease.spec?.holderIdentity ? 1 : 0),
+      // client-go counts every change of holder; ours is a new identity on each hold
+      leaseTransitions: lease === undefined ? 0 : (lease.spec?.leaseTransitions ?? 0) + 1,
     };
   }
 
