@@ -1,10 +1,10 @@
+export { formatMicroTime, parseMicroTime } from "@ipamkit/storage-kubernetes";
 export type { ClaimAuditReport, ClaimSkipReason } from "./claim-audit.js";
 export { describeClaim } from "./claim-audit.js";
 export type { PodControllerOptions } from "./controller.js";
 export { runPodController } from "./controller.js";
 export type { LeaderElectionOptions, LeaderElector } from "./leader.js";
 export { createLeaderElector } from "./leader.js";
-export { formatMicroTime, parseMicroTime } from "./microtime.js";
 export { LEGACY_NETWORK_STATUS, NETWORK_STATUS, parseNetworkStatus } from "./network-status.js";
 export { podFacts } from "./pod-facts.js";
 export type { KubernetesPodSourceOptions, PodSource } from "./pod-source.js";

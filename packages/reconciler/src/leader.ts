@@ -2,10 +2,9 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { performance } from "node:perf_hooks";
 import { InvalidRequestError, StoreConflictError } from "@ipamkit/core";
-import { createObjectApi, type Kind, type KubeObject } from "@ipamkit/storage-kubernetes";
+import { createObjectApi, formatMicroTime, type Kind, type KubeObject } from "@ipamkit/storage-kubernetes";
 import type { KubeConfig } from "@kubernetes/client-node";
 import pino, { type Logger } from "pino";
-import { formatMicroTime } from "./microtime.js";
 
 export interface LeaderElectionOptions {
   kubeConfig: KubeConfig;
@@ -116,7 +115,7 @@ const LEASE: Kind = { kind: "Lease", plural: "leases", group: GROUP, version: VE
 /**
  * GET/create/PUT of the one Lease through storage-kubernetes' object API (plain bodies over
  * CustomObjectsApi): the typed CoordinationV1Api would turn Date fields into 3-digit times, which
- * the API server refuses (see microtime.ts). A write that lost a race (409, StoreConflictError) is
+ * the API server refuses (see storage-kubernetes microtime.ts). A write that lost a race (409, StoreConflictError) is
  * `undefined`, not an error.
  */
 function leaseClient(kubeConfig: KubeConfig, settings: Settings) {

@@ -1,10 +1,10 @@
 import { hostname } from "node:os";
 import { InvalidRequestError } from "@ipamkit/core";
+import { formatMicroTime, parseMicroTime } from "@ipamkit/storage-kubernetes";
 import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import pino from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createLeaderElector, type LeaderElectionOptions, type LeaderElector } from "../src/leader.js";
-import { formatMicroTime, parseMicroTime } from "../src/microtime.js";
 import { type Cluster, clusterTargets, LEASE_NS, standIn } from "./cluster.js";
 
 const NS = LEASE_NS;

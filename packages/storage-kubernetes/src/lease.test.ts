@@ -3,7 +3,8 @@ import { binaryPaths, type KubeApiserver, startKubeApiserver } from "@ipamkit/ku
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createObjectApi, type ObjectApi } from "./api.js";
-import { formatMicroTime, LeaseUnavailableError, whereaboutsLease } from "./lease.js";
+import { LeaseUnavailableError, whereaboutsLease } from "./lease.js";
+import { formatMicroTime } from "./microtime.js";
 import type { Kind, KubeObject } from "./objects.js";
 
 const LEASE: Kind = { kind: "Lease", plural: "leases", group: "coordination.k8s.io", version: "v1" };

@@ -4,6 +4,7 @@ import { type Exclusive, StoreConflictError, StoreUnavailableError } from "@ipam
 import type { KubeConfig } from "@kubernetes/client-node";
 import { createObjectApi, type ObjectApi } from "./api.js";
 import { STORE_NAME } from "./errors.js";
+import { formatMicroTime } from "./microtime.js";
 import type { Kind, KubeObject } from "./objects.js";
 import { loadKubeConfig, resolveNamespace } from "./options.js";
 
@@ -63,11 +64,6 @@ interface LeaseSpec {
   [field: string]: unknown;
 }
 type Lease = KubeObject & { spec?: LeaseSpec };
-
-/** metav1.MicroTime: exactly 6 fractional digits, or the API server answers 400 (client-node writes 3). */
-export function formatMicroTime(date: Date): string {
-  return `${date.toISOString().slice(0, -1)}000Z`;
-}
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
