@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, readlinkSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, sep } from "node:path";
 import type { StoreUnavailableError } from "@ipamkit/core";
 import { ackFileName, errno, fsyncAsync, genFileName, KEEP, type Listing, quietly, tempFileName } from "./generation-format.js";
@@ -90,17 +90,21 @@ export async function fsyncDirectory(dir: string, unavailable: Unavailable): Pro
   }
 }
 
-/** mkdir -p: mode 0700 for `root` and below, exactly (whatever the umask); an fsync of each new directory's parent. */
-export async function ensureDirectory(dir: string, root: string, unavailable: Unavailable): Promise<void> {
+/**
+ * mkdir -p: mode 0700 for `root` and below, exactly (whatever the umask); an fsync of each new directory's parent.
+ * Bounded: an existing path that is not a directory (a dangling symlink — a volume not mounted yet —
+ * or a file) and a directory that refuses new entries (`/proc/self`) fail at once, never retried.
+ */
+export async function ensureDirectory(dir: string, root: string, unavailable: Unavailable, parentMade = false): Promise<void> {
   const ours = dir === root || dir.startsWith(`${root}${sep}`);
   try {
     mkdirSync(dir, { mode: ours ? 0o700 : 0o755 });
   } catch (error) {
     const code = errno(error);
-    if (code === "EEXIST") return;
-    if (code === "ENOENT" && dirname(dir) !== dir) {
+    if (code === "EEXIST") return existingDirectory(dir, unavailable);
+    if (code === "ENOENT" && dirname(dir) !== dir && !parentMade) {
       await ensureDirectory(dirname(dir), root, unavailable);
-      return ensureDirectory(dir, root, unavailable);
+      return ensureDirectory(dir, root, unavailable, true);
     }
     throw unavailable("create directory", dir, error);
   }
@@ -110,4 +114,21 @@ export async function ensureDirectory(dir: string, root: string, unavailable: Un
     throw unavailable("chmod", dir, error);
   }
   await fsyncDirectory(dirname(dir), unavailable);
+}
+
+/** `dir` exists: it must be a directory, or a symlink to one. */
+function existingDirectory(dir: string, unavailable: Unavailable): void {
+  let isDirectory: boolean;
+  try {
+    isDirectory = statSync(dir).isDirectory();
+  } catch (error) {
+    if (errno(error) !== "ENOENT") throw unavailable("stat", dir, error);
+    let target = "";
+    quietly(() => {
+      target = readlinkSync(dir);
+    });
+    const reason = `it is a symbolic link to ${target === "" ? "a path" : target}, which does not exist (a volume not mounted yet?)`;
+    throw unavailable("create directory", dir, new Error(reason));
+  }
+  if (!isDirectory) throw unavailable("create directory", dir, new Error("it exists and is not a directory"));
 }
