@@ -54,6 +54,8 @@ function ensureDebianPackages() {
     ["command -v umoci", "umoci"],
     ["command -v skopeo", "skopeo"],
     ["command -v unshare", "util-linux"],
+    // the real node's OCI runtime (packages/node-launcher; containerd and kubelet: test-infra/node)
+    ["command -v runc || test -x /usr/sbin/runc", "runc"],
   ].filter(([check]) => spawnSync("sh", ["-c", check]).status !== 0);
   if (missing.length === 0) return;
   const packages = missing.map(([, pkg]) => pkg);
@@ -84,6 +86,7 @@ if (job === "demo") {
     ["kube-apiserver binaries", ["bash", "test-infra/kube-apiserver/build.sh"]],
     ["helm binary", ["bash", "test-infra/helm/build.sh"]],
     ["Whereabouts binary", ["bash", "test-infra/whereabouts/build.sh"]],
+    ["real node binaries", ["bash", "test-infra/node/build.sh"]],
     ["build", ["turbo", "run", "build"]],
     ["exports", ["node", "scripts/check-exports.mjs"]],
     ["typecheck", ["turbo", "run", "typecheck"]],
