@@ -13,7 +13,7 @@ import {
   StoreUnavailableError,
 } from "@ipamkit/core";
 import { describe, expect, it } from "vitest";
-import { CNI_CODES, CniError, errorJson, toCniError } from "./errors.js";
+import { CNI_CODES, CniError, errorJson, MAX_ERROR_ANSWER_BYTES, toCniError } from "./errors.js";
 
 const STACK_LINE = /\n\s*at\s|\bat .*:\d+:\d+/;
 
@@ -148,5 +148,49 @@ describe("errorJson", () => {
   it("omits empty or missing details", () => {
     expect(JSON.parse(errorJson(new CniError(7, "bad"), "0.4.0"))).toEqual({ cniVersion: "0.4.0", code: 7, msg: "bad" });
     expect("details" in JSON.parse(errorJson(new CniError(7, "bad", ""), "0.4.0"))).toBe(false);
+  });
+});
+
+// Found by the hostile-input test (issue 39): a 64 KiB network_name that passes the config schema was
+// quoted whole by the file store ("network name … is too long to be stored as a file name"), and the
+// answer was 65 KB. errorJson, which builds every error answer, now cuts quoted values and bounds it.
+describe("errorJson bounds every answer to 4 KiB", () => {
+  const bytes = (text: string) => Buffer.byteLength(text, "utf8");
+  const name = "a".repeat(65_536);
+
+  it("a 64 KiB quoted network name: cut to 120 characters, the reason after it kept, answer ≤ 4 KiB", () => {
+    const error = new InvalidRequestError(`network name ${JSON.stringify(name)} is too long to be stored as a file name`);
+    const out = errorJson(toCniError(error), "1.0.0");
+    expect(bytes(out)).toBeLessThanOrEqual(MAX_ERROR_ANSWER_BYTES);
+    const body = JSON.parse(out) as { code: number; msg: string };
+    expect(body.code).toBe(7);
+    expect(body.msg).toContain(`network name "${"a".repeat(120)}…" is too long to be stored as a file name`);
+  });
+
+  it("several quoted values, escapes inside them and short ones untouched", () => {
+    const long = `x\\"${"y".repeat(300)}`;
+    const out = errorJson(new CniError(7, `a "short" then ${JSON.stringify(long)} then "${"\\u0000".repeat(40)}" end`), "1.0.0");
+    const msg = (JSON.parse(out) as { msg: string }).msg;
+    expect(msg).toBe(`a "short" then "x\\\\\\"${"y".repeat(115)}…" then "${"\\u0000".repeat(20)}…" end`);
+  });
+
+  it("unquoted, multi-byte and escaped text in msg and details: cut (…) to fit, still valid JSON", () => {
+    for (const filler of ["z", "é", "😀", "\u0000", "\n"]) {
+      const text = filler.repeat(70_000);
+      const out = errorJson(new CniError(11, `msg ${text}`, `details ${text}`), "1.0.0");
+      expect(bytes(out)).toBeLessThanOrEqual(MAX_ERROR_ANSWER_BYTES);
+      const body = JSON.parse(out) as { msg: string; details: string };
+      expect(body.msg.startsWith("msg ")).toBe(true);
+      expect(body.msg.endsWith("…")).toBe(true);
+      expect(body.details.startsWith("details ")).toBe(true);
+      expect(bytes(JSON.stringify(body.details))).toBeGreaterThan(1000); // the room msg left
+    }
+  });
+
+  it("a 64 MiB message is bounded quickly", () => {
+    const started = Date.now();
+    const out = errorJson(new CniError(7, `key "${"q".repeat(64 * 1024 * 1024)}" bad`), "1.0.0");
+    expect(bytes(out)).toBeLessThanOrEqual(MAX_ERROR_ANSWER_BYTES);
+    expect(Date.now() - started).toBeLessThan(2000);
   });
 });

@@ -95,11 +95,68 @@ export function toCniError(error: unknown, options: { command?: CniCommand } = {
   return new CniError(CNI_CODES.INTERNAL, `internal error: ${clean(messageOf(error))}`);
 }
 
-/** The error JSON written to stdout: `{cniVersion, code, msg, details?}` (details omitted when empty), newline-terminated. */
+/** An error answer is at most this many bytes (RELIABILITY.md): kubelet logs it, and it may quote input. */
+export const MAX_ERROR_ANSWER_BYTES = 4096;
+/** A quoted value (`"…"`) in a message is cut to this many characters. */
+const MAX_QUOTED_CHARS = 120;
+/** Bytes of the answer given to `msg`; `details` gets what is left (each as JSON-escaped UTF-8). */
+const MSG_BYTES = 2560;
+
+/**
+ * The error JSON written to stdout: `{cniVersion, code, msg, details?}` (details omitted when empty),
+ * newline-terminated. The one place every error answer is built, so the one place it is bounded: each
+ * quoted value in `msg` and `details` is cut to 120 characters, and what is still too long is cut
+ * (`…`) so the answer stays within {@link MAX_ERROR_ANSWER_BYTES}.
+ */
 export function errorJson(error: CniError, cniVersion: string): string {
-  const body: { cniVersion: string; code: number; msg: string; details?: string } = { cniVersion, code: error.code, msg: error.message };
-  if (error.details !== undefined && error.details !== "") body.details = error.details;
+  const version = fit(cniVersion, 64);
+  const msg = fit(cutQuoted(error.message), MSG_BYTES);
+  const body: { cniVersion: string; code: number; msg: string; details?: string } = { cniVersion: version, code: error.code, msg };
+  if (error.details !== undefined && error.details !== "") {
+    const room =
+      MAX_ERROR_ANSWER_BYTES - Buffer.byteLength(JSON.stringify({ cniVersion: version, code: error.code, msg, details: "" })) - 1;
+    body.details = fit(cutQuoted(error.details), room);
+  }
   return `${JSON.stringify(body)}\n`;
+}
+
+/** Each `"…"` quoted value in `text` longer than {@link MAX_QUOTED_CHARS} cut to that length, marked `…`. Linear. */
+function cutQuoted(text: string): string {
+  let out = "";
+  let from = 0;
+  for (let open = text.indexOf('"'); open !== -1; ) {
+    let close = open + 1;
+    let cut = -1; // where the value reaches MAX_QUOTED_CHARS, at an escape boundary
+    while (close < text.length && text[close] !== '"') {
+      if (cut === -1 && close - open - 1 >= MAX_QUOTED_CHARS) cut = close;
+      close += text[close] !== "\\" ? 1 : text[close + 1] === "u" ? 6 : 2;
+    }
+    if (close >= text.length) break; // unterminated: left to fit()
+    if (cut !== -1) {
+      out += `${text.slice(from, open)}"${text.slice(open + 1, cut)}…"`;
+      from = close + 1;
+    }
+    open = text.indexOf('"', close + 1);
+  }
+  return from === 0 ? text : out + text.slice(from);
+}
+
+/** Bytes `text` takes inside a JSON string (escaped, UTF-8). */
+function jsonBytes(text: string): number {
+  return Buffer.byteLength(JSON.stringify(text), "utf8") - 2;
+}
+
+/** `text` cut (marked `…`) so that it takes at most `max` bytes in the JSON answer. */
+function fit(text: string, max: number): string {
+  if (text.length <= max / 6 || jsonBytes(text) <= max) return text;
+  let low = 0;
+  let high = Math.min(text.length, max);
+  while (low < high) {
+    const mid = Math.ceil((low + high) / 2);
+    if (jsonBytes(`${text.slice(0, mid)}…`) <= max) low = mid;
+    else high = mid - 1;
+  }
+  return `${text.slice(0, low)}…`;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
