@@ -1,5 +1,4 @@
 import { hostname } from "node:os";
-import { isIpamError } from "@ipamkit/core";
 import {
   createKubernetesPodSource,
   createLeaderElector,
@@ -13,6 +12,7 @@ import {
 import { loadKubeConfig, resolveNamespace } from "@ipamkit/storage-kubernetes";
 import pino, { type Logger } from "pino";
 import { type Options, parseOptions, USAGE, UsageError } from "./args.js";
+import { failureLine, serializeError } from "./log-error.js";
 import { openStore } from "./open-store.js";
 import { runOnSchedule } from "./schedule.js";
 
@@ -88,7 +88,8 @@ async function run(options: Options, logger: Logger, shutdown: AbortSignal): Pro
           reported(await reconcileOnce(reconcile));
         } catch (error) {
           metrics?.passFailed();
-          logger.error({ err: error }, "reconcile failed; tried again at the next scheduled time");
+          const [fields, text] = failureLine("reconcile failed", error);
+          logger.error(fields, `${text} (tried again at the next scheduled time)`);
         }
       };
       await runOnSchedule(
@@ -156,7 +157,7 @@ async function main(): Promise<number> {
       }
     }
     try {
-      logger = pino({ level: options.logLevel });
+      logger = pino({ level: options.logLevel, serializers: { err: serializeError } });
     } catch {
       throw new UsageError(`--log-level: unknown level ${JSON.stringify(options.logLevel)}`);
     }
@@ -175,8 +176,7 @@ async function main(): Promise<number> {
   try {
     return await run(options, logger, shutdown.signal);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    logger.error({ code: isIpamError(error) ? error.code : undefined }, `reconciler failed: ${message}`);
+    logger.error(...failureLine("reconciler failed", error));
     return 1;
   }
 }

@@ -137,8 +137,6 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       hostname: () => options.nodeName ?? hostname(),
       ...(options.openExclusive === undefined ? {} : { openExclusive: exclusiveUntil(options.openExclusive, deadline) }),
       openStore: async (config) => {
-        // before the queue: a call waiting there may be one whose binary gave up and went direct
-        stores.note(config);
         const release = await queue.acquire(poolKey(config));
         // the last moment before any store work: a call whose caller gave up is not performed
         if (pastDeadline(deadline)) {

@@ -2,7 +2,6 @@ import { statSync } from "node:fs";
 import type { IpamConfig } from "@ipamkit/cni";
 import {
   type AffinityMemory,
-  affinityNetworkOf,
   createAffinityMemory,
   delegatingStore,
   type IpamStore,
@@ -59,30 +58,12 @@ export class StoreCache {
   /** Compare-and-swap conflicts seen by borrowed stores (with the queue, they come from other nodes). */
   conflicts = 0;
 
-  /**
-   * Affinity networks on which this agent is not the node's only writer, for the rest of its
-   * life: a call reached it without `agent_required` (the binary may then run the network in
-   * direct mode), or through two store families (two kubeconfig files or etcd settings: two
-   * clients that would each remember for themselves).
-   */
-  private readonly shared = new Set<string>();
-  /** The store family each affinity network was seen with. */
-  private readonly networkFamily = new Map<string, string>();
   /** One affinity memory per store family, shared by the clients a rewritten kubeconfig replaces. */
   private readonly memories = new Map<string, AffinityMemory>();
 
   constructor(private readonly open: (config: IpamConfig) => Promise<IpamStore>) {}
 
-  /** Records what a call says about who else may write for this node (called as it arrives, and again by borrow). */
-  note(config: IpamConfig): void {
-    const network = affinityNetworkOf(config.networkName);
-    const family = storeFamily(config);
-    if (!config.agent.required || (this.networkFamily.get(network) ?? family) !== family) this.shared.add(network);
-    this.networkFamily.set(network, family);
-  }
-
   async borrow(config: IpamConfig, onClose: () => void): Promise<IpamStore> {
-    this.note(config);
     const identity = storeIdentity(config);
     const family = storeFamily(config);
     let entry = this.entries.get(identity);
@@ -94,23 +75,18 @@ export class StoreCache {
           if (old.users === 0) void this.dispose(old);
         }
       }
-      // This long-lived process remembers block-affinity claims once seen (they stay true) and,
-      // where every call said agent_required (no direct mode: it is the node's only writer), the
-      // blocks it saw unclaimed; the address claims it wrote (a DEL deletes its claim without
-      // reading it); and each pool as it last saw it (per-node blocks write their only block at
-      // that version without reading it first) — for the only writer, also whether it wrote that
-      // version itself (an ADD into its newest block then reads none of its full ones). Core's
-      // withAffinityCache, withOwnClaimMemory, withPoolRecall: see their docs and core's DESIGN.md
-      // for why each is safe.
-      const soleWriter = (affinityNetwork: string) => !this.shared.has(affinityNetwork);
+      // This long-lived process remembers block-affinity claims once seen (they stay true), the
+      // address claims it wrote (a DEL deletes its claim without reading it), and each pool as it
+      // last saw it (per-node blocks write their only block at that version without reading it
+      // first: the compare-and-swap checks it). It assumes no other writer is absent — direct mode,
+      // Whereabouts, the reconciler may write at any time. Core's withAffinityCache,
+      // withOwnClaimMemory, withPoolRecall: see their docs and core's DESIGN.md for why each is safe.
       let memory = this.memories.get(family);
       if (memory === undefined) {
         memory = createAffinityMemory();
         this.memories.set(family, memory);
       }
-      const affinity = { soleWriter, memory };
-      const recall = { soleWriter: (network: string) => soleWriter(affinityNetworkOf(network)) };
-      const opened = this.open(config).then((store) => withPoolRecall(withOwnClaimMemory(withAffinityCache(store, affinity)), recall));
+      const opened = this.open(config).then((store) => withPoolRecall(withOwnClaimMemory(withAffinityCache(store, { memory }))));
       entry = { store: opened, users: 0, retired: false, family };
       this.entries.set(identity, entry);
       // a failed open is not cached: the next call tries again

@@ -1,8 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createAffinityMemory, withAffinityCache } from "./affinity-cache.js";
 import { createNodeBlockIpam } from "./block-ipam.js";
-import { RangeExhaustedError, StoreConflictError } from "./errors.js";
-import { formatIp } from "./ip.js";
+import { RangeExhaustedError } from "./errors.js";
 import { attachmentKey } from "./key.js";
 import { createMemoryStore } from "./memory-store.js";
 import {
@@ -85,7 +84,7 @@ describe("withAffinityCache", () => {
     expect(await cached.readClaim(ref)).toBeUndefined();
   });
 
-  describe("as its node's only writer (soleWriter)", () => {
+  describe("with writers it does not see", () => {
     const affinity = affinityNetworkOf("net");
     /** The node's blocks in its own order. */
     const order = (node: string) => {
@@ -93,70 +92,21 @@ describe("withAffinityCache", () => {
       return [...nodeBlockOrder(layout, node)].map((index) => blockRange(layout, index)).filter((b) => b !== undefined);
     };
 
-    it("remembers a block read as unclaimed: once its block is known, a node's ADD and DEL read no affinity claim", async () => {
+    it("never remembers a block as unclaimed: each walk reads the first unclaimed block of the order from the store", async () => {
       const { store, reads } = countingReads(createMemoryStore());
-      const ipam = createNodeBlockIpam({ store: withAffinityCache(store, { soleWriter: () => true }), node: "n1", blockSize: 16 });
-      const plain = createNodeBlockIpam({ store: createMemoryStore(), node: "n1", blockSize: 16 });
-      for (let i = 0; i < 40; i++) {
-        const [a] = await ipam.allocate({ network: "net", ranges: [range], key: key(`c${i}`) });
-        const [b] = await plain.allocate({ network: "net", ranges: [range], key: key(`c${i}`) });
-        expect(a?.address).toEqual(b?.address);
-      }
-      // 40 ADDs fill 2 blocks and claim a third: the first block's claim is read once (unclaimed);
-      // each block claimed presumes the next of the order unclaimed, so no walk reads it (4 reads before)
-      expect(reads.get(affinity)).toBe(1);
-      const before = reads.get(affinity);
-      for (let i = 0; i < 40; i++) await ipam.release({ network: "net", ranges: [range], key: key(`c${i}`) });
-      expect(reads.get(affinity)).toBe(before);
-      expect(await ipam.lookup({ network: "net", ranges: [range], key: key("c0") })).toEqual([undefined]);
+      const cached = withAffinityCache(store);
+      const [first] = order("n1");
+      if (first === undefined) throw new Error("n1 has a block");
+      const ref = affinityClaimRef("net", first);
+      expect(await cached.readClaim(ref)).toBeUndefined();
+      expect(await cached.readClaim(ref)).toBeUndefined();
+      expect(reads.get(affinity)).toBe(2);
     });
 
-    it("remembers a block presumed unclaimed only as its node's only writer, and never over a claim it has seen", async () => {
+    /** n1's agent, then another process of n1 (direct mode, unseen) filling the first block and placing "late" in the second. */
+    async function unseenWriter() {
       const memory = createMemoryStore();
-      const ref = { network: affinityNetworkOf("net"), address: "10.0.0.16" };
-      for (const sole of [false, true]) {
-        const { store, reads } = countingReads(memory);
-        const cache = withAffinityCache(store, { soleWriter: () => sole });
-        cache.presumeUnclaimed?.(ref);
-        expect(await cache.readClaim(ref)).toBeUndefined();
-        expect(reads.get(ref.network) ?? 0, `soleWriter ${sole}`).toBe(sole ? 0 : 1);
-      }
-      const taken = { pool: { network: "net", cidr: "10.0.0.16/28" }, key: attachmentKey({ containerId: "n2", ifName: AFFINITY_IF_NAME }) };
-      await memory.writeClaim(ref, taken, undefined);
-      const cache = withAffinityCache(memory, { soleWriter: () => true });
-      expect((await cache.readClaim(ref))?.claim.key.containerId).toBe("n2");
-      cache.presumeUnclaimed?.(ref);
-      expect((await cache.readClaim(ref))?.claim.key.containerId).toBe("n2");
-    });
-
-    it("a remembered unclaimed block that another node took costs one failed claim and a fresh read; the node moves on", async () => {
-      const memory = createMemoryStore();
-      const ipam = createNodeBlockIpam({ store: withAffinityCache(memory, { soleWriter: () => true }), node: "n1", blockSize: 16 });
-      // the first ADD claims n1's first block and presumes the next of its order unclaimed (unread)
-      const held: string[] = [];
-      const add = async (i: number) => {
-        const [a] = await ipam.allocate({ network: "net", ranges: [range], key: key(`c${i}`) });
-        if (a !== undefined) held.push(formatIp(a.address));
-      };
-      for (let i = 0; i < 2; i++) await add(i);
-      const [own, next, after] = order("n1");
-      if (own === undefined || next === undefined || after === undefined) throw new Error("n1 has three blocks in its order");
-      // node n2 takes the block n1 remembers as unclaimed
-      const taken = { pool: blockPoolRef("net", next), key: attachmentKey({ containerId: "n2", ifName: AFFINITY_IF_NAME }) };
-      await memory.writeClaim(affinityClaimRef("net", next), taken, undefined);
-      for (let i = 2; i < 20; i++) await add(i);
-      expect(ipam.conflicts.conflicts).toBe(1);
-      expect((await memory.readClaim(affinityClaimRef("net", after)))?.claim.key.containerId).toBe("n1");
-      expect(await memory.readPool(blockPoolRef("net", next))).toBeUndefined();
-      expect(new Set(held).size).toBe(20);
-      const sizes = await Promise.all([own, after].map(async (b) => (await memory.readPool(blockPoolRef("net", b)))?.pool.size ?? 0));
-      expect(sizes.reduce((sum, n) => sum + n, 0)).toBe(20);
-    });
-
-    /** n1's agent remembering its second block as unclaimed, then another process of n1 (direct mode, unseen) filling the first and placing "late" in the second. */
-    async function unseenWriter(sole: () => boolean) {
-      const memory = createMemoryStore();
-      const agent = createNodeBlockIpam({ store: withAffinityCache(memory, { soleWriter: sole }), node: "n1", blockSize: 16 });
+      const agent = createNodeBlockIpam({ store: withAffinityCache(memory), node: "n1", blockSize: 16 });
       const direct = createNodeBlockIpam({ store: memory, node: "n1", blockSize: 16 });
       for (let i = 0; i < 2; i++) await agent.allocate({ network: "net", ranges: [range], key: key(`c${i}`) });
       for (let i = 2; i < 16; i++) await direct.allocate({ network: "net", ranges: [range], key: key(`c${i}`) });
@@ -170,31 +120,28 @@ describe("withAffinityCache", () => {
       return { memory, agent, direct, late };
     }
 
-    it("once it is no longer the only writer, it reads afresh and finds a key another process of the node placed in a new block", async () => {
-      let sole = true;
-      const { agent, direct, late } = await unseenWriter(() => sole);
-      sole = false;
+    it("an ADD finds a key another process of the node placed in a block it claimed unseen: no second address", async () => {
+      const { agent, direct, late } = await unseenWriter();
       const [again] = await agent.allocate({ network: "net", ranges: [range], key: key("late") });
       expect(again?.address).toEqual(late?.address);
       await agent.release({ network: "net", ranges: [range], key: key("late") });
       expect(await direct.lookup({ network: "net", ranges: [range], key: key("late") })).toEqual([undefined]);
     });
 
-    it("a DEL or lookup that finds nothing confirms the remembered unclaimed block with the store: an unseen writer's key is still found", async () => {
-      const { agent, direct, late } = await unseenWriter(() => true);
+    it("a lookup and a DEL find that key too", async () => {
+      const { agent, direct, late } = await unseenWriter();
       const [found] = await agent.lookup({ network: "net", ranges: [range], key: key("late") });
       expect(found?.address).toEqual(late?.address);
       const released = await agent.release({ network: "net", ranges: [range], key: key("late") });
       expect(released.map((r) => r.address)).toEqual([late?.address]);
       expect(await direct.lookup({ network: "net", ranges: [range], key: key("late") })).toEqual([undefined]);
-      // a DEL of a key held nowhere: one fresh read of the next unclaimed block, then nothing
       expect(await agent.release({ network: "net", ranges: [range], key: key("never") })).toEqual([]);
     });
 
-    it("STATUS (hasRoom) does not count on a remembered unclaimed block: another node took it and filled the range", async () => {
+    it("STATUS (hasRoom) counts no block another node took and filled", async () => {
       const small = parseRange({ range: "10.0.0.0/28" });
       const memory = createMemoryStore();
-      const n1 = createNodeBlockIpam({ store: withAffinityCache(memory, { soleWriter: () => true }), node: "n1", blockSize: 4 });
+      const n1 = createNodeBlockIpam({ store: withAffinityCache(memory), node: "n1", blockSize: 4 });
       const n2 = createNodeBlockIpam({ store: memory, node: "n2", blockSize: 4 });
       for (let i = 0; i < 2; i++) await n1.allocate({ network: "net", ranges: [small], key: key(`a${i}`) });
       expect(await n1.hasRoom("net", small)).toBe(true);
@@ -210,25 +157,24 @@ describe("withAffinityCache", () => {
       await expect(n1.allocate({ network: "net", ranges: [small], key: key("a9") })).rejects.toThrow(RangeExhaustedError);
     });
 
-    it("two instances sharing one memory (a client replaced while calls on the old one finish) never answer unclaimed for a block either claimed", async () => {
+    it("two instances sharing one memory (a client replaced while calls on the old one finish) see the claims either wrote", async () => {
       const memory = createMemoryStore();
       const shared = createAffinityMemory();
-      const oldClient = withAffinityCache(memory, { soleWriter: () => true, memory: shared });
-      const newClient = withAffinityCache(memory, { soleWriter: () => true, memory: shared });
+      const oldClient = withAffinityCache(memory, { memory: shared });
+      const newClient = withAffinityCache(memory, { memory: shared });
       const [first] = order("n1");
       if (first === undefined) throw new Error("n1 has a block");
       const ref = affinityClaimRef("net", first);
-      expect(await newClient.readClaim(ref)).toBeUndefined(); // remembered as unclaimed
+      expect(await newClient.readClaim(ref)).toBeUndefined();
       const claim = { pool: blockPoolRef("net", first), key: attachmentKey({ containerId: "n1", ifName: AFFINITY_IF_NAME }) };
       await oldClient.writeClaim(ref, claim, undefined);
-      expect((await newClient.readClaim(ref))?.claim.key.containerId).toBe("n1");
-      // and a fresh read goes to the store, past any memory
       const counted = countingReads(memory);
-      const alone = withAffinityCache(counted.store, { soleWriter: () => true });
-      await alone.readClaim(ref);
-      await alone.readClaim(ref);
-      await alone.readClaim(ref, { fresh: true });
-      expect(counted.reads.get(affinity)).toBe(2);
+      const viaNew = withAffinityCache(counted.store, { memory: shared });
+      expect((await viaNew.readClaim(ref))?.claim.key.containerId).toBe("n1");
+      expect(counted.reads.get(affinity)).toBeUndefined();
+      // and a fresh read goes to the store, past any memory
+      await viaNew.readClaim(ref, { fresh: true });
+      expect(counted.reads.get(affinity)).toBe(1);
     });
   });
 
@@ -253,7 +199,7 @@ describe("withAffinityCache", () => {
       const memory = createMemoryStore({ claimBatches: true });
       await claimAll(memory, "n2", order("n1").slice(0, 2));
       const { store, reads, batches } = countingReads(memory);
-      const cached = withAffinityCache(store, { soleWriter: () => true });
+      const cached = withAffinityCache(store);
       const [first] = refsOf("n1", 0, 1);
       expect((first && (await cached.readClaim(first)))?.claim.key.containerId).toBe("n2");
       const four = refsOf("n1", 0, 4);
@@ -262,42 +208,21 @@ describe("withAffinityCache", () => {
       expect(answers?.map((a) => a?.claim.key.containerId)).toEqual(["n2", "n2", undefined, undefined, undefined]);
       // the first was remembered: 3 affinity claims and the address claim, in one request
       expect(batches).toEqual([4]);
-      // now all four are remembered (two claimed, two unclaimed); an address claim is read every time
+      // now the two claimed are remembered; the two unclaimed and an address claim are read every time
       expect((await cached.readClaims?.(four))?.map((a) => a?.claim.key.containerId)).toEqual(["n2", "n2", undefined, undefined]);
       await cached.readClaims?.([plainClaim, ...four]);
-      expect(batches).toEqual([4]);
+      expect(batches).toEqual([4, 2, 3]);
       expect(reads.get(affinity)).toBe(1);
-      expect(reads.get("")).toBe(1); // the lone address claim, one readClaim
       expect(withAffinityCache(createMemoryStore()).readClaims).toBeUndefined();
     });
 
-    it("a claim lost to another node forgets every block of that network it remembered as unclaimed, and only of that network", async () => {
-      const memory = createMemoryStore({ claimBatches: true });
-      const { store, batches } = countingReads(memory);
-      const cached = withAffinityCache(store, { soleWriter: () => true });
-      const here = refsOf("n1", 0, 3);
-      const elsewhere = order("n1")
-        .slice(0, 2)
-        .map((b) => affinityClaimRef("other", b));
-      await cached.readClaims?.([...here, ...elsewhere]); // all unclaimed, all remembered
-      const [lost] = order("n1");
-      if (lost === undefined) throw new Error("n1 has a block");
-      await claimAll(memory, "n2", [lost]);
-      const mine = { pool: blockPoolRef("net", lost), key: attachmentKey({ containerId: "n1", ifName: AFFINITY_IF_NAME }) };
-      await expect(cached.writeClaim(affinityClaimRef("net", lost), mine, undefined)).rejects.toBeInstanceOf(StoreConflictError);
-      const again = await cached.readClaims?.([...here, ...elsewhere]);
-      expect(again?.map((a) => a?.claim.key.containerId)).toEqual(["n2", undefined, undefined, undefined, undefined]);
-      // the three of "net" were read afresh; those of "other" came from memory
-      expect(batches).toEqual([5, 3]);
-    });
-
-    it("a fresh node whose next blocks other nodes took walks past them in one request; then its ADDs and DELs read no claim", async () => {
+    it("a fresh node whose next blocks other nodes took walks past them in one request; then each ADD and DEL reads one claim, its first unclaimed block", async () => {
       const walk = async (claimBatches: boolean) => {
         const memory = createMemoryStore({ claimBatches });
         await claimAll(memory, "n2", order("n1").slice(0, 5));
         const counted = countingReads(memory);
         const ipam = createNodeBlockIpam({
-          store: withAffinityCache(counted.store, { soleWriter: () => true }),
+          store: withAffinityCache(counted.store),
           node: "n1",
           blockSize: 16,
         });
@@ -316,13 +241,16 @@ describe("withAffinityCache", () => {
       expect(batched.owners).toEqual(single.owners);
       expect(batched.owners.slice(0, 8)).toEqual(["n2", "n2", "n2", "n2", "n2", "n1", "n1", undefined]);
       expect(batched.first?.address).toEqual(single.first?.address);
-      // one at a time: the five taken blocks and the first unclaimed one (claimed); then none — each
-      // block claimed presumes the next of the order unclaimed (8 reads before: the walk read both)
+      // one at a time: the five taken blocks and the first unclaimed one (claimed); then each of the
+      // 39 calls after reads the first unclaimed block of the order (an unclaimed block is never
+      // remembered: another process of the node may claim it and place a key there)
       expect(single.afterFirst).toEqual({ reads: 6, batches: [] });
-      expect(single.total).toEqual({ reads: 6, batches: [] });
-      // in one request: the first 8 of its order (5 taken, 3 unclaimed, remembered); nothing after
+      expect(single.total).toEqual({ reads: 6 + 39, batches: [] });
+      // in one request: the first 8 of its order (5 taken, 3 unclaimed); after, the one unclaimed block
       expect(batched.afterFirst).toEqual({ reads: 0, batches: [8] });
-      expect(batched.total).toEqual({ reads: 0, batches: [8] });
+      // (the 6th and 7th of the order together, 16 calls, until n1 claims the 6th; then the 8th
+      // alone, 23 calls: one readClaim each)
+      expect(batched.total).toEqual({ reads: 23, batches: [8, ...Array.from({ length: 16 }, () => 2)] });
     });
 
     it("reads ahead in doubling windows along a long walk", async () => {

@@ -253,47 +253,6 @@ describe("per-node blocks", () => {
     expect(new Set(held.map((h) => h.key)).size).toBe(held.length);
   });
 
-  it("with the node's only writer's pool recall and two blocks, whole-pool writes: an ADD reads none of the blocks it last wrote itself; their room freed behind its back is used before a block is claimed", async () => {
-    const { inner, store, reads } = countingStore();
-    const a = createNodeBlockIpam({ store: withPoolRecall(store, { soleWriter: () => true }), node: "node-a", blockSize: 16 });
-    const reconciler = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
-    const poolOf = async (id: string) => (await holdings(inner)).find((h) => h.key === `${id}/net1`)?.pool;
-    const { first, second } = await fillFirstBlock(a);
-    reads.length = 0;
-    await a.allocate({ ranges: [range], key: key("n1") });
-    expect(reads).toEqual([]); // the full first block, as a wrote it, does not hold n1
-    expect(await poolOf("n1")).toBe(second);
-    // an ADD that finds its key writes nothing: the own write is not trusted for "held"
-    const [c3] = await a.lookup({ ranges: [range], key: key("c3") });
-    reads.length = 0;
-    expect((await a.allocate({ ranges: [range], key: key("c3") }))[0]?.address).toEqual(c3?.address);
-    expect(reads).toContain(first);
-    // a's own DEL makes room in the first block: the next ADD goes there, reading neither block
-    await a.release({ ranges: [range], key: key("c5") });
-    reads.length = 0;
-    await a.allocate({ ranges: [range], key: key("n0") });
-    expect(reads).toEqual([]);
-    expect(await poolOf("n0")).toBe(first);
-    // released behind a's back: a keeps writing its newest block without reading the first ...
-    await reconciler.release({ ranges: [range], key: key("c1") });
-    reads.length = 0;
-    await a.allocate({ ranges: [range], key: key("n2") });
-    expect(reads).toEqual([]);
-    expect(await poolOf("n2")).toBe(second);
-    // ... until that one is full: then the first is read before any block is claimed, and has room
-    let last: string | undefined;
-    for (let i = 3; last === undefined || last === second; i++) {
-      const [got] = await a.allocate({ ranges: [range], key: key(`n${i}`) });
-      last = got?.pool.cidr;
-    }
-    expect(last).toBe(first);
-    expect(reads).toContain(first);
-    const held = await holdings(inner);
-    expect(new Set(held.map((h) => h.pool))).toEqual(new Set([first, second]));
-    expect(new Set(held.map((h) => h.address)).size).toBe(held.length);
-    expect(new Set(held.map((h) => h.key)).size).toBe(held.length);
-  });
-
   it.each([
     ["whole-pool writes", {}],
     ["entry-level commits", ETCD_LIKE],
@@ -373,22 +332,15 @@ describe("per-node blocks", () => {
     expect(cidrContains(range.cidr, { family: 4, value: parseCidr(pools[0]?.ref.cidr ?? "").network })).toBe(true);
   });
 
-  /** How a node's process wraps the store: not at all, as the agent, as the agent that is its node's only writer. */
-  type NodeProcess = "plain" | "agent" | "sole agent";
-  const asProcess = (kind: NodeProcess, store: IpamStore): IpamStore => {
-    if (kind === "plain") return store;
-    const sole = kind === "sole agent";
-    const remembering = sole ? withAffinityCache(store, { soleWriter: () => true }) : store;
-    return withPoolRecall(withOwnClaimMemory(remembering), { soleWriter: () => sole });
-  };
+  /** How a node's process wraps the store: not at all, or as the agent (claims, own claims and pools remembered). */
+  type NodeProcess = "plain" | "agent";
+  const asProcess = (kind: NodeProcess, store: IpamStore): IpamStore =>
+    kind === "plain" ? store : withPoolRecall(withOwnClaimMemory(withAffinityCache(store)));
 
   it.each<[string, NodeProcess, MemoryStoreOptions]>([
     ["", "plain", {}],
     [", each node recalling its pools and remembering its claims (as the agent)", "agent", {}],
     [", entry-level commits (like etcd), each node as the agent", "agent", { atomicCommit: true, entryWrites: true }],
-    [", each node as the agent that is its node's only writer (unclaimed blocks remembered too)", "sole agent", {}],
-    [", entry-level commits, each node as the only writer's agent", "sole agent", { atomicCommit: true, entryWrites: true }],
-    [", etcd-like (entry-level commits, claim batches), each node as the only writer's agent", "sole agent", ETCD_LIKE],
     [", etcd-like, each node as the agent", "agent", ETCD_LIKE],
   ])(
     "never holds an address twice nor loses a reservation under concurrent nodes (random interleavings)%s",
@@ -429,15 +381,13 @@ describe("per-node blocks", () => {
                 retry: { baseDelayMs: 0 },
               }),
             );
-            // With the agent that is not its node's only writer, some of a key's calls go to a second,
-            // plain process of the same node (the binary in direct mode while the agent restarts):
-            // the agent's recalled pools then miss what is placed and released behind its back.
+            // With the agent, some of a key's calls go to a second, plain process of the same node (the
+            // binary in direct mode, the reconciler): the agent's recalled pools then miss what is
+            // placed and released behind its back.
             const direct = [0, 1, 2, 3].map((n) =>
               createNodeBlockIpam({ store: scheduled, node: `n${n}`, blockSize: 4, retry: { baseDelayMs: 0 } }),
             );
-            // With the agent that is its node's only writer, only releases go to the plain process (the
-            // reconciler, GC): they remove reservations behind the recall of the pools it wrote.
-            const viaDirect = (op: (typeof ops)[number]) => op.direct && (kind === "agent" || (kind === "sole agent" && op.del));
+            const viaDirect = (op: (typeof ops)[number]) => op.direct && kind === "agent";
             // Keys are per node (an attachment lives on one node); a key's ops run in order.
             const model = new Map<string, string>();
             const byKey = new Map<string, typeof ops>();

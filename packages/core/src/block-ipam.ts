@@ -51,8 +51,6 @@ export interface NodeBlockIpam {
 interface NodeView {
   own: Range[];
   unclaimed: Range | undefined;
-  /** The block after `unclaimed` in the node's order, unless read with it: presumed unclaimed once the node claims `unclaimed`. */
-  afterUnclaimed?: Range;
   /** Other nodes' blocks — only collected when no block is unclaimed (then this node may borrow). */
   others: Range[];
 }
@@ -170,10 +168,10 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   };
 
   /**
-   * The node's blocks along its order, up to the first unclaimed one. A process that is its
-   * node's only writer may answer "unclaimed" from memory (withAffinityCache's soleWriter); an
-   * answer that writes nothing must not rest on that ({@link confirmedUnclaimed}). Where the store
-   * reads several claims in one request, the claims are read ahead in windows along the order
+   * The node's blocks along its order, up to the first unclaimed one. A claim seen may come from
+   * memory (withAffinityCache: claims are never deleted), "unclaimed" always comes from the store:
+   * the blocks that may hold this node's keys are exactly those before it. Where the store reads
+   * several claims in one request, the claims are read ahead in windows along the order
    * (READ_AHEAD, doubling up to READ_AHEAD_MAX): a node whose next blocks other nodes took walks
    * past them in one request, not one each. Claims read beyond the first unclaimed one are only
    * remembered (withAffinityCache), never used.
@@ -197,11 +195,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       );
       for (const [i, block] of blocks.entries()) {
         const stored = claims[i];
-        if (stored === undefined) {
-          // a block read ahead in this window is remembered as read; only one past it is presumed
-          const afterUnclaimed = i + 1 === blocks.length ? nextBlock(layout, order) : undefined;
-          return { ...seen, unclaimed: block, others: [], ...(afterUnclaimed === undefined ? {} : { afterUnclaimed }) };
-        }
+        if (stored === undefined) return { ...seen, unclaimed: block, others: [] };
         (stored.claim.key.containerId === node ? seen.own : seen.others).push(block);
       }
     }
@@ -210,26 +204,9 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   /** The blocks that may hold this node's reservations (its own; everyone's once none is unclaimed). */
   const searched = (seen: NodeView): Range[] => (seen.unclaimed === undefined ? [...seen.own, ...seen.others] : seen.own);
 
-  /** True when the store itself (not a memory) says the view's first unclaimed block is unclaimed. */
-  async function confirmedUnclaimed(network: string, block: Range): Promise<boolean> {
-    return (await store.readClaim(affinityClaimRef(network, block), { fresh: true })) === undefined;
-  }
-
-  /**
-   * The blocks holding `key`, their reads handed on to the call's inner IPAM. Found nowhere —
-   * the answer that writes nothing — holds only once the first unclaimed block is confirmed by
-   * the store itself; one taken meanwhile is now known, and the node's blocks are searched again.
-   */
+  /** The blocks holding `key`, their reads handed on to the call's inner IPAM. */
   async function holding(network: string, range: Range, key: AttachmentKey, handoff: Handoff, recall = false): Promise<Range[]> {
-    let seen = await view(network, range);
-    let found = await search(network, searched(seen), key, handoff, recall);
-    for (let attempt = 0; found.length === 0 && seen.unclaimed !== undefined; attempt++) {
-      if (await confirmedUnclaimed(network, seen.unclaimed)) return found;
-      if (attempt >= MAX_REPLANS) throw new StoreConflictError(`node blocks of ${range.cidr.text}`);
-      seen = await view(network, range);
-      found = await search(network, searched(seen), key, handoff, false);
-    }
-    return found;
+    return search(network, searched(await view(network, range)), key, handoff, recall);
   }
 
   async function search(network: string, blocks: Range[], key: AttachmentKey, handoff: Handoff, recall: boolean): Promise<Range[]> {
@@ -311,18 +288,6 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     return undefined;
   }
 
-  /**
-   * A block pool as this process last wrote it, when it does not hold `key` (store.recallOwnWrite,
-   * offered only to its node's only writer): nothing but this process adds one of the node's keys
-   * there, so "not held" holds without a read. Its room is not known so, only its key: a block
-   * written on that word is written at its recalled version (the commit checks it), and before a
-   * block is claimed because none has room, such blocks are read.
-   */
-  function ownWriteWithout(ref: PoolRef, key: AttachmentKey): StoredPool | undefined {
-    const own = store.recallOwnWrite?.(ref);
-    return own?.pool.forKey(key) === undefined ? own : undefined;
-  }
-
   /** The block to allocate `key` in: where it already is, else a block with room, else a newly claimed one. */
   async function chooseBlock(network: string, range: Range, key: AttachmentKey, handoff: Handoff, recall: boolean): Promise<Range> {
     for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
@@ -344,26 +309,14 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
         if (room.block === undefined && (stored === undefined || roomIn(stored.pool, block))) Object.assign(room, { block, stored });
         return false;
       };
-      /** Blocks taken as this process last wrote them, for "the key is not here" (ownWriteWithout). */
-      const unread: Range[] = [];
       for (const block of blocks) {
-        const ref = blockPoolRef(network, block);
-        const own = block === spared?.block || !recall ? undefined : ownWriteWithout(ref, key);
-        if (own !== undefined) unread.push(block);
-        if (holds(block, block === spared?.block ? spared.stored : (own ?? (await store.readPool(ref))))) return block;
-      }
-      // full as last written: a release behind this process's back may have made room, so they
-      // are read before a block is claimed (no new block while an own one has room)
-      if (room.block === undefined) {
-        for (const block of unread) {
-          if (holds(block, await store.readPool(blockPoolRef(network, block)))) return block;
-        }
+        const stored = block === spared?.block ? spared.stored : await store.readPool(blockPoolRef(network, block));
+        if (holds(block, stored)) return block;
       }
       if (spared !== undefined && room.block !== spared.block) {
-        // another block is written: "not held" in the spared one must then be read, not recalled —
-        // unless this process wrote it so itself (the node's only writer)
+        // another block is written: "not held" in the spared one must then be read, not recalled
         const ref = blockPoolRef(network, spared.block);
-        const fresh = ownWriteWithout(ref, key) === undefined ? await store.readPool(ref) : undefined;
+        const fresh = await store.readPool(ref);
         if (fresh?.pool.forKey(key) !== undefined) {
           handoff.hand(ref, fresh);
           return spared.block;
@@ -377,10 +330,6 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       try {
         const claim = { pool: blockPoolRef(network, seen.unclaimed), key: affinityKey };
         await store.writeClaim(affinityClaimRef(network, seen.unclaimed), claim, undefined);
-        // the first unclaimed block of the order is now this node's: the next one is, at best, the
-        // new first unclaimed — a node's only writer remembers it so instead of walking there
-        // (past blocks other nodes may have just claimed) at its next call
-        if (seen.afterUnclaimed !== undefined) store.presumeUnclaimed?.(affinityClaimRef(network, seen.afterUnclaimed));
         // A block nobody had claimed has no pool yet (nodes write only blocks claimed, their own or
         // borrowed), so the allocation starts from none instead of reading it. Should a pool be
         // there after all, the allocation's compare-and-swap conflicts and reads it afresh.
@@ -392,6 +341,22 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       }
     }
     throw new StoreConflictError(`node blocks of ${range.cidr.text}`);
+  }
+
+  /**
+   * A DEL in one range. The block holding the key may be taken as last seen (its release writes at
+   * that version); when that write meets a changed pool that no longer holds the key (released and
+   * placed again elsewhere by another writer), the node's blocks are searched afresh.
+   */
+  async function releaseIn(network: string, range: Range, key: AttachmentKey): Promise<Released[]> {
+    for (const recall of [true, false]) {
+      const { handoff, ipam } = callScope();
+      const blocks = await holding(network, range, key, handoff, recall);
+      if (blocks.length === 0) return [];
+      const released = await ipam.release({ network, ranges: blocks, key });
+      if (released.length > 0) return released;
+    }
+    return [];
   }
 
   return {
@@ -431,10 +396,8 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const out: Released[] = [];
       const errors: unknown[] = [];
       for (const range of input.ranges) {
-        const { handoff, ipam } = callScope();
         try {
-          const blocks = await holding(network, range, input.key, handoff, true);
-          if (blocks.length > 0) out.push(...(await ipam.release({ network, ranges: blocks, key: input.key })));
+          out.push(...(await releaseIn(network, range, input.key)));
         } catch (error) {
           errors.push(error);
         }
@@ -454,13 +417,9 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       return out;
     },
     async hasRoom(network, range) {
-      let seen = await view(network ?? "", range);
-      // STATUS writes nothing either: the unclaimed block it counts on is confirmed by the store
-      for (let attempt = 0; seen.unclaimed !== undefined; attempt++) {
-        if (await confirmedUnclaimed(network ?? "", seen.unclaimed)) return true;
-        if (attempt >= MAX_REPLANS) throw new StoreConflictError(`node blocks of ${range.cidr.text}`);
-        seen = await view(network ?? "", range);
-      }
+      const seen = await view(network ?? "", range);
+      // an unclaimed block, as read from the store (never from memory), is room
+      if (seen.unclaimed !== undefined) return true;
       for (const block of searched(seen)) {
         const stored = await store.readPool(blockPoolRef(network ?? "", block));
         if (stored === undefined || roomIn(stored.pool, block)) return true;

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { withAffinityCache } from "./affinity-cache.js";
 import { readClaimsOf } from "./claims.js";
 import { delegatingStore } from "./delegating-store.js";
 import { parseCidr } from "./ip.js";
@@ -21,21 +20,6 @@ describe("delegatingStore", () => {
     expect(wrapped.recallPool?.(ref)).toBeUndefined();
     expect(await wrapped.listPools()).toEqual([]);
     expect(wrapped.name).toBe(inner.name);
-  });
-
-  it("passes presumeUnclaimed on exactly when the wrapped store offers it (a node's only writer's affinity cache)", async () => {
-    expect(delegatingStore(createMemoryStore()).presumeUnclaimed).toBeUndefined();
-    const memory = createMemoryStore();
-    const cache = withAffinityCache(memory, { soleWriter: () => true });
-    const ref = { network: "node-blocks", address: "10.0.0.16" };
-    delegatingStore(delegatingStore(cache)).presumeUnclaimed?.(ref);
-    // remembered as unclaimed by the cache beneath: answered without the store
-    await memory.writeClaim(
-      ref,
-      { pool: { network: "", cidr: "10.0.0.16/28" }, key: attachmentKey({ containerId: "n2", ifName: "block" }) },
-      undefined,
-    );
-    expect(await cache.readClaim(ref)).toBeUndefined();
   });
 
   it("offers readClaims when the wrapped store does, but not around an override of readClaim", async () => {

@@ -44,40 +44,6 @@ describe("withPoolRecall", () => {
     expect(wrapped.recallPool?.(ref)?.pool).toBe(empty);
   });
 
-  it("offers a pool this process wrote itself as its own write, only while soleWriter says so, until a read shows another version", async () => {
-    const shared = createMemoryStore();
-    let sole = true;
-    const store = withPoolRecall(shared, { soleWriter: (network) => sole && network === ref.network });
-    await shared.writePool(ref, empty, undefined);
-    await store.readPool(ref);
-    expect(store.recallPool?.(ref)).toBeDefined();
-    expect(store.recallOwnWrite?.(ref)).toBeUndefined(); // read, not written by this process
-    const mine = empty.with(reservation(2n, "a"));
-    const v2 = await store.writePool(ref, mine, (await shared.readPool(ref))?.version);
-    expect(store.recallOwnWrite?.(ref)).toEqual({ pool: mine, version: v2 });
-    await store.readPool(ref); // the same version: still its own write
-    expect(store.recallOwnWrite?.(ref)?.version).toBe(v2);
-    expect(store.recallOwnWrite?.({ network: "other", cidr: ref.cidr })).toBeUndefined();
-    sole = false;
-    expect(store.recallOwnWrite?.(ref)).toBeUndefined();
-    sole = true;
-    // another writer (the reconciler releasing): the stale own write is still offered until a read shows it
-    const v3 = await shared.writePool(ref, empty, v2);
-    expect(store.recallOwnWrite?.(ref)?.version).toBe(v2);
-    expect((await store.readPool(ref))?.version).toBe(v3);
-    expect(store.recallOwnWrite?.(ref)).toBeUndefined();
-    expect(store.recallPool?.(ref)?.version).toBe(v3);
-    // a failed write forgets the pool; a committed pool step is an own write
-    await expect(store.writePool(ref, mine, v2)).rejects.toBeInstanceOf(StoreConflictError);
-    expect(store.recallOwnWrite?.(ref)).toBeUndefined();
-    expect(withPoolRecall(createMemoryStore()).recallOwnWrite?.(ref)).toBeUndefined();
-    const committing = withPoolRecall(createMemoryStore({ atomicCommit: true }), { soleWriter: () => true });
-    const [version] = await (committing.commit?.([{ kind: "pool", ref, pool: empty, expected: undefined }]) ?? []);
-    expect(committing.recallOwnWrite?.(ref)).toEqual({ pool: empty, version });
-    // the other wrappers pass it through
-    expect(withOwnClaimMemory(withAffinityCache(committing)).recallOwnWrite?.(ref)?.version).toBe(version);
-  });
-
   it("forgets the oldest pools beyond its limit", async () => {
     const store = withPoolRecall(createMemoryStore(), { limit: 1 });
     const second = { network: "", cidr: "10.0.1.0/28" };

@@ -112,24 +112,6 @@ export interface IpamStore {
    * possibly stale. Only for choices that a compare-and-swap write at its version validates.
    */
   recallPool?(ref: PoolRef): StoredPool | undefined;
-  /**
-   * Optional, no request: the pool as this process itself last wrote it (core's withPoolRecall
-   * with `soleWriter`), offered only while this process is the only one that allocates for its
-   * node in the pool's network, and only until a read shows another version. It may be stale in
-   * other entries (releases by the reconciler, other nodes' keys where they borrow), but not in
-   * this node's keys: none is added there but by this process. So "this node's key is not in it"
-   * is a fact without a read; "held", "has room" and "full" are not.
-   */
-  recallOwnWrite?(ref: PoolRef): StoredPool | undefined;
-  /**
-   * Optional, no request, a hint for per-node blocks: the affinity claim `ref` is presumed absent
-   * — the block after one that this node has just claimed, the first unclaimed of its order. A
-   * store that remembers blocks read as unclaimed for a node's only writer (withAffinityCache's
-   * `soleWriter`) may remember this one so too: the next walk along the order then stops there
-   * without a read (taken meanwhile, the node's claim of it fails and the walk reads afresh, as
-   * for any remembered block). Every other store ignores it.
-   */
-  presumeUnclaimed?(ref: ClaimRef): void;
   /** Every pool, in one stable order (network, then CIDR text). */
   listPools(): Promise<PoolRef[]>;
   /**

@@ -54,7 +54,7 @@ async function place(store: IpamStore, generation: number): Promise<Map<string, 
   await Promise.all(
     Array.from({ length: NODES }, async (_, n) => {
       // a node's agent as started afresh (its own memories over the shared client), as after a power-cycle
-      const stack = withPoolRecall(withOwnClaimMemory(withAffinityCache(store, { soleWriter: () => true })));
+      const stack = withPoolRecall(withOwnClaimMemory(withAffinityCache(store)));
       const ipam = createNodeBlockIpam({ store: stack, node: `node-${n}`, blockSize: 16 });
       for (let pod = n; pod < PODS; pod += NODES) {
         const addresses: string[] = [];

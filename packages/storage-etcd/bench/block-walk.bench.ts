@@ -1,7 +1,7 @@
 /**
  * A power-cycle's second blocks on one etcd (Debian etcd-server, data dir on tmpfs): NODES nodes
  * each place PODS keys (one block each), then every node is "restarted" (a fresh agent's store
- * stack: core's withPoolRecall(withOwnClaimMemory(withAffinityCache(store, soleWriter)))) and
+ * stack: core's withPoolRecall(withOwnClaimMemory(withAffinityCache(store)))) and
  * places PODS more keys at once — its first block is full, so every node claims a second block
  * while the others do, walking past the blocks they took. Side by side, alternated, on fresh
  * prefixes: the etcd store as it is (claims read ahead in one transaction), and the same store
@@ -51,7 +51,7 @@ function counted(store: IpamStore, oneByOne: boolean, calls: Map<string, number>
 
 /** One node's agent as started afresh: its own memories, over the node's counted etcd client. */
 function agentStack(store: IpamStore, node: string) {
-  const stack = withPoolRecall(withOwnClaimMemory(withAffinityCache(store, { soleWriter: () => true })));
+  const stack = withPoolRecall(withOwnClaimMemory(withAffinityCache(store)));
   return createNodeBlockIpam({ store: stack, node, blockSize: 16 });
 }
 

@@ -1,0 +1,212 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { withAffinityCache } from "./affinity-cache.js";
+import { findFree } from "./allocator.js";
+import { createNodeBlockIpam, type NodeBlockIpam } from "./block-ipam.js";
+import { RangeExhaustedError, StoreConflictError } from "./errors.js";
+import { formatIp, parseCidr } from "./ip.js";
+import { type AttachmentKey, attachmentKey, formatKey } from "./key.js";
+import { createMemoryStore, type MemoryStoreOptions } from "./memory-store.js";
+import { affinityClaimRef, blockLayout, blockRange } from "./node-blocks.js";
+import { withOwnClaimMemory } from "./own-claims.js";
+import { withPoolRecall } from "./pool-recall.js";
+import { parseRange, type Range } from "./range.js";
+import type { IpamStore, PoolRef } from "./store.js";
+
+/**
+ * The node's agent interleaved with writers it does not see: a direct-mode allocator of the same
+ * node (its own store wrappers, no memory shared with the agent) and a Whereabouts-style writer
+ * (plain read-modify-compare-and-swap on the block pools, no caches, no affinity logic). Whatever
+ * they do, after every step no key holds two addresses and no address is held by two keys; a DEL
+ * leaves its key held nowhere.
+ */
+
+const NODE = "n1";
+const BLOCK = 4;
+/** 4 blocks of 4, one address excluded: the node fills blocks, claims more, then borrows another node's. */
+const RANGE = parseRange({ range: "10.0.0.0/28", exclude: ["10.0.0.5/32"] });
+const key = (k: number): AttachmentKey => attachmentKey({ containerId: `c${k}`, ifName: "net1" });
+
+/** The agent's store as the node-local agent wraps it (affinity claims, own claims, pools recalled). */
+function agentStack(store: IpamStore): IpamStore {
+  // (before issue 38 the agent passed `soleWriter: () => true` to both wrappers here: this test then failed)
+  return withPoolRecall(withOwnClaimMemory(withAffinityCache(store)));
+}
+
+/** The block of RANGE a pool ref covers, or undefined. */
+function blockOf(ref: PoolRef): Range | undefined {
+  const layout = blockLayout(RANGE, BLOCK);
+  return blockRange(layout, (parseCidr(ref.cidr).network - RANGE.cidr.network) / BigInt(BLOCK));
+}
+
+/**
+ * A Whereabouts-style writer: reads every block pool afresh; an ADD of a key held nowhere puts it
+ * at the first free address of the first of this node's blocks with room (read-modify-write at the
+ * version read); a DEL removes the key wherever it is. No claims of its own, no caches.
+ */
+function whereaboutsWriter(store: IpamStore) {
+  const pools = async () => (await store.listPools()).filter((ref) => ref.network === "");
+  return {
+    async allocate(k: AttachmentKey): Promise<void> {
+      for (let attempt = 0; attempt < 20; attempt++) {
+        const refs = await pools();
+        const read = await Promise.all(refs.map(async (ref) => ({ ref, stored: await store.readPool(ref) })));
+        if (read.some((r) => r.stored?.pool.forKey(k) !== undefined)) return;
+        for (const { ref, stored } of read) {
+          const block = blockOf(ref);
+          if (block === undefined || stored === undefined) continue;
+          if ((await store.readClaim(affinityClaimRef("", block)))?.claim.key.containerId !== NODE) continue;
+          const free = findFree(stored.pool, block, block.first, block.last);
+          if (free === undefined) continue;
+          try {
+            await store.writePool(ref, stored.pool.with({ offset: free, key: k }), stored.version);
+            return;
+          } catch (error) {
+            if (!(error instanceof StoreConflictError)) throw error;
+            break;
+          }
+        }
+        if (attempt > 0) return; // no room in this node's blocks: it gives up, as Whereabouts would report full
+      }
+    },
+    async release(k: AttachmentKey): Promise<void> {
+      for (const ref of await pools()) {
+        for (;;) {
+          const stored = await store.readPool(ref);
+          const held = stored?.pool.forKey(k);
+          if (stored === undefined || held === undefined) break;
+          try {
+            await store.writePool(ref, stored.pool.without(k), stored.version);
+            break;
+          } catch (error) {
+            if (!(error instanceof StoreConflictError)) throw error;
+          }
+        }
+      }
+    },
+  };
+}
+
+/** Every stored reservation of the block pools, straight from the store. */
+async function holdings(store: IpamStore): Promise<{ address: string; key: string }[]> {
+  const out: { address: string; key: string }[] = [];
+  for (const ref of await store.listPools()) {
+    const stored = await store.readPool(ref);
+    const base = parseCidr(ref.cidr).network;
+    for (const r of stored?.pool ?? []) out.push({ address: formatIp({ family: 4, value: base + r.offset }), key: formatKey(r.key) });
+  }
+  return out;
+}
+
+async function assertInvariant(store: IpamStore, step: string): Promise<void> {
+  const held = await holdings(store);
+  const addresses = held.map((h) => h.address);
+  const keys = held.map((h) => h.key);
+  expect(new Set(addresses).size, `an address held by two keys after ${step}: ${JSON.stringify(held)}`).toBe(held.length);
+  expect(new Set(keys).size, `a key with two addresses after ${step}: ${JSON.stringify(held)}`).toBe(held.length);
+}
+
+type Writer = "agent" | "direct" | "whereabouts" | "other-node";
+const WRITERS: Writer[] = ["agent", "direct", "whereabouts", "other-node"];
+
+const step = fc.record({
+  writer: fc.constantFrom<Writer>(...WRITERS),
+  k: fc.nat(7),
+  del: fc.boolean(),
+});
+
+async function allocating(ipam: NodeBlockIpam, k: AttachmentKey): Promise<void> {
+  try {
+    await ipam.allocate({ ranges: [RANGE], key: k });
+  } catch (error) {
+    if (!(error instanceof RangeExhaustedError)) throw error;
+  }
+}
+
+function writers(store: IpamStore) {
+  const retry = { baseDelayMs: 0 };
+  const agent = createNodeBlockIpam({ store: agentStack(store), node: NODE, blockSize: BLOCK, retry });
+  const direct = createNodeBlockIpam({ store: withPoolRecall(withOwnClaimMemory(store)), node: NODE, blockSize: BLOCK, retry });
+  const other = createNodeBlockIpam({ store, node: "n2", blockSize: BLOCK, retry });
+  const wb = whereaboutsWriter(store);
+  return async (op: { writer: Writer; k: number; del: boolean }): Promise<void> => {
+    // keys of the other node are its own: an attachment lives on one node
+    const k = op.writer === "other-node" ? attachmentKey({ containerId: `o${op.k}`, ifName: "net1" }) : key(op.k);
+    if (op.writer === "whereabouts") return op.del ? wb.release(k) : wb.allocate(k);
+    const ipam = op.writer === "agent" ? agent : op.writer === "direct" ? direct : other;
+    if (op.del) await ipam.release({ ranges: [RANGE], key: k });
+    else await allocating(ipam, k);
+  };
+}
+
+const STORES: [string, MemoryStoreOptions][] = [
+  ["whole-pool writes (like Kubernetes, files)", {}],
+  ["etcd-like (entry-level commits, claim batches)", { atomicCommit: true, entryWrites: true, claimBatches: true }],
+];
+
+describe("per-node blocks with writers the agent does not see", () => {
+  it.each(STORES)("no key gets two addresses, no address two keys, a DEL leaves nothing (steps in turn, %s)", async (_name, options) => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 10, maxLength: 60 }), async (ops) => {
+        const store = createMemoryStore(options);
+        const run = writers(store);
+        for (const [i, op] of ops.entries()) {
+          await run(op);
+          const label = `step ${i} ${JSON.stringify(op)}`;
+          await assertInvariant(store, label);
+          if (op.del && op.writer !== "other-node") {
+            const k = key(op.k);
+            const still = (await holdings(store)).filter((h) => h.key === formatKey(k));
+            expect(still, `${label} left its key held`).toEqual([]);
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it.each(STORES)("holds with the writers' calls interleaved (random schedules, %s)", async (_name, options) => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 10, maxLength: 40 }), fc.scheduler(), async (ops, s) => {
+        const store = createMemoryStore(options);
+        const scheduled = scheduledStore(store, (label, p) => s.schedule(p, label));
+        const run = writers(scheduled);
+        // a key's calls run in order (the runtime serialises one attachment), across writers
+        const byKey = new Map<string, typeof ops>();
+        for (const op of ops) {
+          const id = op.writer === "other-node" ? `o${op.k}` : `c${op.k}`;
+          byKey.set(id, [...(byKey.get(id) ?? []), op]);
+        }
+        const runs = [...byKey.values()].map(async (list) => {
+          for (const op of list) {
+            await run(op);
+            await assertInvariant(store, JSON.stringify(op));
+          }
+        });
+        await s.waitFor(Promise.all(runs));
+        await assertInvariant(store, "the end");
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
+
+/** A store whose every request is a point where the scheduler may run another call first. */
+function scheduledStore(store: IpamStore, wrap: <T>(label: string, p: Promise<T>) => Promise<T>): IpamStore {
+  const out: IpamStore = {
+    name: store.name,
+    capabilities: store.capabilities,
+    readPool: (r) => wrap("readPool", store.readPool(r)),
+    writePool: (r, p, v) => wrap("writePool", store.writePool(r, p, v)),
+    readClaim: (r, o) => wrap("readClaim", store.readClaim(r, o)),
+    writeClaim: (r, c, v) => wrap("writeClaim", store.writeClaim(r, c, v)),
+    listPools: () => wrap("listPools", store.listPools()),
+    deleteClaim: (r, v) => wrap("deleteClaim", store.deleteClaim(r, v)),
+    listClaims: (n) => store.listClaims(n),
+    close: () => store.close(),
+  };
+  const { commit, readClaims } = store;
+  if (commit !== undefined) out.commit = (writes) => wrap("commit", commit.call(store, writes));
+  if (readClaims !== undefined) out.readClaims = (refs) => wrap("readClaims", readClaims.call(store, refs));
+  return out;
+}
