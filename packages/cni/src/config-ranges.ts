@@ -3,12 +3,13 @@ import {
   InvalidAddressError,
   InvalidRangeError,
   type Ip,
+  parseCidr,
   parseIp,
   parseRange,
   type Range,
   type RangeSpec,
 } from "@ipamkit/core";
-import { type ConfigError, configError } from "./config-errors.js";
+import { type ConfigError, configError, formatValue } from "./config-errors.js";
 import type { IpamInput } from "./config-schema.js";
 
 /** Where a key came from, for messages: undefined (inline) or the flat-file path. */
@@ -148,6 +149,7 @@ export function buildRanges(ipam: IpamInput, sourceOf: SourceOf, warnings: strin
     const hint = `; the top-level gateway applies to every ${familyName(plain.family)} range without its own, set ${entry.prefix}gateway instead`;
     return parseEntry(entry, "ipam.gateway", ipam.gateway, entry.prefix === "ipam." ? "" : hint);
   });
+  entries.forEach((entry, i) => warnHostBits(entry, ranges[i] as Range, warnings));
   if (topGateway !== undefined && attached === 0) {
     const family = familyName(topGateway.family);
     if (ofGatewayFamily === 0) {
@@ -156,6 +158,34 @@ export function buildRanges(ipam: IpamInput, sourceOf: SourceOf, warnings: strin
     warnings.push(`ipam.gateway is unused: every ${family} range sets its own gateway`);
   }
   return ranges;
+}
+
+/** The address part of `a.b.c.d/p`, when it is an address; undefined for other forms. */
+function addressOf(cidrText: string): Ip | undefined {
+  const slash = cidrText.indexOf("/");
+  if (slash < 0 || cidrText.includes("-")) return undefined; // `first-last/prefix`: the address is the range end
+  try {
+    return parseIp(cidrText.slice(0, slash));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * No setting is silently changed: a range or exclude CIDR with host bits set (`10.0.0.77/24`) is
+ * accepted, as Whereabouts does, and taken as its network (`10.0.0.0/24`); a warning says so.
+ */
+function warnHostBits(entry: Entry, range: Range, warnings: string[]): void {
+  const say = (key: string, value: string, taken: string) =>
+    warnings.push(`${key} ${formatValue(key, value)} has host bits set: taken as ${taken}`);
+  const address = addressOf(entry.spec.range.trim());
+  if (address !== undefined && address.value !== range.cidr.network) say(`${entry.prefix}range`, entry.spec.range, range.cidr.text);
+  (entry.spec.exclude ?? []).forEach((value, index) => {
+    const own = addressOf(value.trim());
+    if (own === undefined) return;
+    const canonical = parseCidr(value.trim());
+    if (own.value !== canonical.network) say(`${entry.prefix}exclude[${index}]`, value, canonical.text);
+  });
 }
 
 /** A range's canonical spec as a plain copy (the config's `ranges`). */

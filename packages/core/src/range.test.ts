@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidRangeError } from "./errors.js";
 import { formatIp, ipAt } from "./ip.js";
-import { isAssignable, parseRange, type RangeSpec } from "./range.js";
+import { isAssignable, MIN_RANGE_PREFIX, parseRange, type RangeSpec } from "./range.js";
 
 function rejects(spec: RangeSpec, key: string, value: string) {
   let caught: unknown;
@@ -87,5 +87,15 @@ describe("parseRange", () => {
     const r = parseRange({ range: "10.1.0.0/16" });
     expect(isAssignable(r, 256n)).toBe(true);
     expect(formatIp(ipAt(r.cidr, 256n))).toBe("10.1.1.0");
+  });
+  // Found by the hostile-input test (issue 39): `0.0.0.0/0` and `::/0` were accepted and handed out
+  // `0.0.0.1/0` and `::1/0`.
+  it(`refuses a prefix shorter than /${MIN_RANGE_PREFIX} (a default route), in either family and form`, () => {
+    for (const range of ["0.0.0.0/0", "::/0", "0.0.0.0/1", "::/1", "128.0.0.0/7", "fc00::/7", "10.0.0.1-10.0.0.9/0"]) {
+      rejects({ range }, "range", range);
+    }
+    expect(() => parseRange({ range: "::/0" })).toThrow(/prefix \/0 is shorter than \/8: .*it would hand out ::1\/0/);
+    expect(parseRange({ range: "10.0.0.0/8" }).cidr.text).toBe("10.0.0.0/8");
+    expect(parseRange({ range: "fd00::/8" }).cidr.text).toBe("fd00::/8");
   });
 });

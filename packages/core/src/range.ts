@@ -108,7 +108,15 @@ function parseExclude(value: string, cidr: Cidr): OffsetInterval {
 }
 
 /**
- * Validates and canonicalises a range once. Rejects, naming the key and value: malformed addresses,
+ * The shortest prefix a range may have, IPv4 and IPv6 alike: `10.0.0.0/8` and `fd00::/8` are
+ * accepted; `0.0.0.0/0`, `::/0` and anything up to /7 are refused (they would hand out `::1/0`,
+ * addresses of loopback, multicast and other reserved blocks, with a default-route prefix).
+ */
+export const MIN_RANGE_PREFIX = 8;
+
+/**
+ * Validates and canonicalises a range once. Rejects, naming the key and value: a prefix shorter
+ * than {@link MIN_RANGE_PREFIX}, malformed addresses,
  * out-of-range `range_start`/`range_end` (Whereabouts silently ignores them), start after end,
  * excludes outside the range, mixed families, a gateway outside the range, and ranges with no
  * usable address. The network address and the last address (IPv4 broadcast; for IPv6 the
@@ -119,6 +127,13 @@ export function parseRange(spec: RangeSpec): Range {
     throw new InvalidRangeError("range", String(spec.range), "a range is required");
   }
   const { cidr, start: inlineStart, end: inlineEnd } = splitRange(spec);
+  if (cidr.prefix < MIN_RANGE_PREFIX) {
+    throw new InvalidRangeError(
+      "range",
+      spec.range,
+      `prefix /${cidr.prefix} is shorter than /${MIN_RANGE_PREFIX}: a range that wide is a default route or spans reserved blocks (it would hand out ${formatIp(ipAt(cidr, 1n))}/${cidr.prefix})`,
+    );
+  }
   if (cidr.size < 4n) throw new InvalidRangeError("range", spec.range, "prefix too long: no usable address (/31, /32, /127, /128)");
   const usableFirst = 1n;
   const usableLast = cidr.size - 2n;
