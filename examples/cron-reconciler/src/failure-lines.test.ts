@@ -82,3 +82,28 @@ describe("an unreachable API server: one clean line per failure", () => {
     }
   });
 });
+
+// Found by the hostile-input test (issue 39): with the file datastore and no kubeconfig anywhere the
+// client fell back to http://localhost:8080 and the one line said only "HTTP protocol is not allowed
+// when skipTLSVerify is not set or false" — neither the server nor that no kubeconfig was found.
+describe("no kubeconfig anywhere", () => {
+  it("--datastore file: exit 1, one line saying no kubeconfig was found and where it looked", async () => {
+    // runMain gives the program only PATH: no KUBECONFIG, no HOME
+    const run = await runMain(["--once", "--datastore", "file", "--data-dir", join(dir, "data")]);
+    expect(run.code).toBe(1);
+    const [line, ...more] = failures(run.lines);
+    expect(more).toEqual([]);
+    expect(line).toMatchObject({ level: 50, code: "INVALID_REQUEST" });
+    expect(String(line?.msg)).toContain("no kubeconfig found: --kubeconfig not given, KUBECONFIG not set");
+    expect(String(line?.msg)).toContain(
+      "HOME not set, and no service account token at /var/run/secrets/kubernetes.io/serviceaccount/token",
+    );
+    expect(String(line?.msg)).not.toMatch(/HTTP protocol is not allowed/);
+    expectClean(line as Record<string, unknown>);
+  });
+
+  it("a kubeconfig that is found is named, with its server, in the starting line", async () => {
+    const run = await runMain(["--kubeconfig", closed, "--once"]);
+    expect(run.lines[0]).toMatchObject({ msg: "ipamkit reconciler starting", kubeconfig: closed, server: "https://127.0.0.1:9" });
+  });
+});

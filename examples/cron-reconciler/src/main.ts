@@ -9,9 +9,10 @@ import {
   reconcileOnce,
   runPodController,
 } from "@ipamkit/reconciler";
-import { loadKubeConfig, resolveNamespace } from "@ipamkit/storage-kubernetes";
+import { resolveNamespace } from "@ipamkit/storage-kubernetes";
 import pino, { type Logger } from "pino";
 import { type Options, parseOptions, USAGE, UsageError } from "./args.js";
+import { loadProgramKubeConfig } from "./kubeconfig.js";
 import { failureLine, serializeError } from "./log-error.js";
 import { openStore } from "./open-store.js";
 import { runOnSchedule } from "./schedule.js";
@@ -50,7 +51,7 @@ function logReport(logger: Logger, report: ReconcileReport): void {
 }
 
 async function run(options: Options, logger: Logger, shutdown: AbortSignal): Promise<number> {
-  const kubeConfig = loadKubeConfig(options.kubeconfig);
+  const { kubeConfig, source } = loadProgramKubeConfig(options.kubeconfig);
   const namespace = resolveNamespace(kubeConfig, options.namespace);
   const store = await openStore(options, kubeConfig, namespace);
   const pods = createKubernetesPodSource({ kubeConfig });
@@ -63,7 +64,17 @@ async function run(options: Options, logger: Logger, shutdown: AbortSignal): Pro
     claimSettleMs: options.claimSettleMs,
     logger,
   };
-  logger.info({ datastore: options.datastore, namespace, dryRun: options.dryRun, graceMs: options.graceMs }, "ipamkit reconciler starting");
+  logger.info(
+    {
+      datastore: options.datastore,
+      namespace,
+      dryRun: options.dryRun,
+      graceMs: options.graceMs,
+      kubeconfig: source,
+      server: kubeConfig.getCurrentCluster()?.server,
+    },
+    "ipamkit reconciler starting",
+  );
   const metrics = options.metricsAddress === undefined ? undefined : await startMetrics(options.metricsAddress, logger, shutdown);
   const reported = (report: ReconcileReport) => {
     logReport(logger, report);
