@@ -14,8 +14,9 @@ import { parseRange, type Range } from "./range.js";
 import type { IpamStore, PoolRef } from "./store.js";
 
 /**
- * The node's agent interleaved with writers it does not see: a direct-mode allocator of the same
- * node (its own store wrappers, no memory shared with the agent) and a Whereabouts-style writer
+ * The node's agent interleaved with writers it does not see: a second agent of the same node and a
+ * direct-mode allocator of it (each with its own store wrappers, no memory shared with the agent),
+ * another node, and a Whereabouts-style writer
  * (plain read-modify-compare-and-swap on the block pools, no caches, no affinity logic). Whatever
  * they do, after every step no key holds two addresses and no address is held by two keys; a DEL
  * leaves its key held nowhere.
@@ -106,8 +107,8 @@ async function assertInvariant(store: IpamStore, step: string): Promise<void> {
   expect(new Set(keys).size, `a key with two addresses after ${step}: ${JSON.stringify(held)}`).toBe(held.length);
 }
 
-type Writer = "agent" | "direct" | "whereabouts" | "other-node";
-const WRITERS: Writer[] = ["agent", "direct", "whereabouts", "other-node"];
+type Writer = "agent" | "second-agent" | "direct" | "whereabouts" | "other-node";
+const WRITERS: Writer[] = ["agent", "second-agent", "direct", "whereabouts", "other-node"];
 
 const step = fc.record({
   writer: fc.constantFrom<Writer>(...WRITERS),
@@ -126,6 +127,7 @@ async function allocating(ipam: NodeBlockIpam, k: AttachmentKey): Promise<void> 
 function writers(store: IpamStore) {
   const retry = { baseDelayMs: 0 };
   const agent = createNodeBlockIpam({ store: agentStack(store), node: NODE, blockSize: BLOCK, retry });
+  const second = createNodeBlockIpam({ store: agentStack(store), node: NODE, blockSize: BLOCK, retry });
   const direct = createNodeBlockIpam({ store: withPoolRecall(withOwnClaimMemory(store)), node: NODE, blockSize: BLOCK, retry });
   const other = createNodeBlockIpam({ store, node: "n2", blockSize: BLOCK, retry });
   const wb = whereaboutsWriter(store);
@@ -133,7 +135,7 @@ function writers(store: IpamStore) {
     // keys of the other node are its own: an attachment lives on one node
     const k = op.writer === "other-node" ? attachmentKey({ containerId: `o${op.k}`, ifName: "net1" }) : key(op.k);
     if (op.writer === "whereabouts") return op.del ? wb.release(k) : wb.allocate(k);
-    const ipam = op.writer === "agent" ? agent : op.writer === "direct" ? direct : other;
+    const ipam = { agent, "second-agent": second, direct, "other-node": other }[op.writer];
     if (op.del) await ipam.release({ ranges: [RANGE], key: k });
     else await allocating(ipam, k);
   };
