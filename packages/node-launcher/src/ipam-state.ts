@@ -1,0 +1,71 @@
+import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+
+const GROUP = "whereabouts.cni.cncf.io";
+const VERSION = "v1alpha1";
+
+export interface Holding {
+  readonly address: string;
+  readonly id: string;
+  readonly ifname: string;
+  readonly podref: string;
+}
+
+export interface IpamState {
+  /** every allocation of every IPPool, as address + key */
+  readonly allocations: readonly Holding[];
+  /** every OverlappingRangeIPReservation (named by its address) */
+  readonly reservations: readonly Holding[];
+  /** addresses held by more than one allocation or reservation key */
+  readonly heldTwice: readonly string[];
+  /** keys (container id + ifname) holding more than one address */
+  readonly keysWithTwo: readonly string[];
+}
+
+interface Pool {
+  spec?: { range?: string; allocations?: Record<string, { id?: string; ifname?: string; podref?: string }> };
+}
+interface Orip {
+  metadata?: { name?: string };
+  spec?: { containerid?: string; ifname?: string; podref?: string };
+}
+
+function ipv4Plus(range: string, offset: bigint): string {
+  const base = (range.split("/")[0] ?? "").split(".").reduce((n, octet) => (n << 8n) + BigInt(octet), 0n) + offset;
+  return [24n, 16n, 8n, 0n].map((s) => String((base >> s) & 255n)).join(".");
+}
+
+/** Reads the pools and reservations through the API server (all namespaces) and checks the invariants. */
+export async function readIpamState(kubeConfig: KubeConfig): Promise<IpamState> {
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const pools = ((await api.listClusterCustomObject({ group: GROUP, version: VERSION, plural: "ippools" })) as { items: Pool[] }).items;
+  const orips = (
+    (await api.listClusterCustomObject({ group: GROUP, version: VERSION, plural: "overlappingrangeipreservations" })) as { items: Orip[] }
+  ).items;
+  const allocations = pools.flatMap((pool) =>
+    Object.entries(pool.spec?.allocations ?? {}).map(([offset, a]) => ({
+      address: ipv4Plus(pool.spec?.range ?? "0.0.0.0/0", BigInt(offset)),
+      id: a.id ?? "",
+      ifname: a.ifname ?? "",
+      podref: a.podref ?? "",
+    })),
+  );
+  const reservations = orips.map((o) => ({
+    address: o.metadata?.name ?? "",
+    id: o.spec?.containerid ?? "",
+    ifname: o.spec?.ifname ?? "",
+    podref: o.spec?.podref ?? "",
+  }));
+  const holders = new Map<string, Set<string>>();
+  const addressesOf = new Map<string, Set<string>>();
+  for (const h of [...allocations, ...reservations]) {
+    const key = `${h.id}/${h.ifname}`;
+    holders.set(h.address, (holders.get(h.address) ?? new Set()).add(key));
+    addressesOf.set(key, (addressesOf.get(key) ?? new Set()).add(h.address));
+  }
+  return {
+    allocations,
+    reservations,
+    heldTwice: [...holders].filter(([, keys]) => keys.size > 1).map(([address]) => address),
+    keysWithTwo: [...addressesOf].filter(([, addresses]) => addresses.size > 1).map(([key]) => key),
+  };
+}

@@ -1,0 +1,137 @@
+import { spawnSync } from "node:child_process";
+import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
+import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { snapshotHost } from "./host-state.js";
+import { readIpamState } from "./ipam-state.js";
+import { type RealNode, startNode } from "./launcher.js";
+import { pauseImage } from "./pause.js";
+import { until } from "./processes.js";
+
+// One real node (containerd 2.4 CRI + kubelet 1.37) against a real kube-apiserver; its pod network
+// is a bridge whose IPAM is ipamkit (through the host agent, agent_required) on the Kubernetes store.
+let apiserver: KubeApiserver;
+let node: RealNode;
+let core: CoreV1Api;
+const NS = "default";
+
+beforeAll(async () => {
+  apiserver = await startKubeApiserver();
+  try {
+    node = await startNode({ apiserver, range: "10.88.0.0/24", gateway: "10.88.0.1" });
+  } catch (error) {
+    await apiserver.stop();
+    throw error;
+  }
+  core = apiserver.kubeConfig.makeApiClient(CoreV1Api);
+});
+
+afterAll(async () => {
+  // stop() is idempotent enough: the last test stops the node itself
+  await node?.stop().catch(() => undefined);
+  await apiserver?.stop();
+});
+
+function podSpec(name: string): V1Pod {
+  return {
+    metadata: { name, namespace: NS },
+    spec: {
+      nodeName: node.name,
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: "app", image: pauseImage().ref, imagePullPolicy: "Never" }],
+    },
+  };
+}
+
+async function runningIp(name: string): Promise<string> {
+  let ip = "";
+  await until(
+    `pod ${name} Running with an IP`,
+    60_000,
+    async () => {
+      const pod = await core.readNamespacedPod({ name, namespace: NS });
+      ip = pod.status?.podIPs?.[0]?.ip ?? "";
+      return pod.status?.phase === "Running" && ip !== "";
+    },
+    () => undefined,
+  ).catch((error) => {
+    throw new Error(`${(error as Error).message}\n${node.logTail()}`);
+  });
+  return ip;
+}
+
+/** eth0's IPv4 address inside the pod sandbox's network namespace, read with nsenter. */
+function netnsAddress(podName: string): string {
+  const id = node.crictl(["pods", "--name", `^${podName}$`, "--namespace", NS, "--state", "ready", "-q"]).split("\n")[0] ?? "";
+  const info = JSON.parse(node.crictl(["inspectp", id])) as {
+    info?: { runtimeSpec?: { linux?: { namespaces?: { type: string; path?: string }[] } } };
+  };
+  const netns = info.info?.runtimeSpec?.linux?.namespaces?.find((n) => n.type === "network")?.path ?? "";
+  const out = spawnSync("nsenter", [`--net=${netns}`, "ip", "-4", "-o", "addr", "show", "eth0"], { encoding: "utf8" });
+  return /inet (\d+\.\d+\.\d+\.\d+)\//.exec(out.stdout)?.[1] ?? `none (${out.stderr.trim()})`;
+}
+
+async function deletePodsAndWait(names: readonly string[]): Promise<void> {
+  for (const name of names) await core.deleteNamespacedPod({ name, namespace: NS });
+  await until(`pods ${names.join(", ")} gone`, 60_000, async () => {
+    const pods = await core.listNamespacedPod({ namespace: NS });
+    return !pods.items.some((p) => names.includes(p.metadata?.name ?? ""));
+  });
+}
+
+it("pods created through the API get ipamkit addresses (status and netns); deleted, the addresses are released", async () => {
+  const names = ["web-0", "web-1", "web-2"];
+  for (const name of names) await core.createNamespacedPod({ namespace: NS, body: podSpec(name) });
+  const ips = await Promise.all(names.map(runningIp));
+  expect(new Set(ips).size).toBe(3);
+  for (const ip of ips) expect(ip).toMatch(/^10\.88\.0\.\d+$/);
+  expect(ips).not.toContain("10.88.0.1"); // the bridge's gateway
+  for (const [i, name] of names.entries()) expect(netnsAddress(name)).toBe(ips[i]);
+
+  const held = await readIpamState(apiserver.kubeConfig);
+  expect(held.heldTwice).toEqual([]);
+  expect(held.keysWithTwo).toEqual([]);
+  expect(held.allocations.map((a) => `${a.podref} ${a.address}`).sort()).toEqual(names.map((n, i) => `${NS}/${n} ${ips[i]}`).sort());
+
+  // the node changed the host meanwhile (kubepods cgroups, the sandboxes' netns): restore has work to do
+  const during = snapshotHost({ nodeDir: node.layout.dir, links: [node.bridge] });
+  expect(during.cgroups.length).toBeGreaterThan(node.before.cgroups.length);
+  expect(during.netns.length).toBeGreaterThanOrEqual(node.before.netns.length + 3);
+
+  await deletePodsAndWait(names);
+  await until("the pods' addresses released", 30_000, async () => (await readIpamState(apiserver.kubeConfig)).allocations.length === 0);
+  const after = await readIpamState(apiserver.kubeConfig);
+  expect(after.allocations).toEqual([]);
+  expect(after.reservations).toEqual([]);
+});
+
+it("STATUS: Ready while the agent is up, NotReady naming agent_required when it stops, Ready again when it returns", async () => {
+  const ready = async () => (await core.readNode({ name: node.name })).status?.conditions?.find((c) => c.type === "Ready");
+  expect((await ready())?.status).toBe("True");
+  await node.stopAgent();
+  let message = "";
+  await until("the Node NotReady", 45_000, async () => {
+    const c = await ready();
+    message = c?.message ?? "";
+    return c?.status === "False";
+  });
+  // containerd passes the plugin's STATUS error on: "…the ipamkit agent (DaemonSet) is not running on this node (agent_required)"
+  expect(message).toMatch(/NetworkReady=false/);
+  expect(message).toMatch(/ipamkit agent .* is not running on this node \(agent_required\)/);
+  await node.startAgent();
+  await until("the Node Ready again", 45_000, async () => (await ready())?.status === "True");
+  // and pods start again once it is back
+  await core.createNamespacedPod({ namespace: NS, body: podSpec("after-status") });
+  expect(await runningIp("after-status")).toMatch(/^10\.88\.0\.\d+$/);
+  await deletePodsAndWait(["after-status"]);
+  await until("the address released", 30_000, async () => (await readIpamState(apiserver.kubeConfig)).allocations.length === 0);
+  const after = await readIpamState(apiserver.kubeConfig);
+  expect(after.heldTwice).toEqual([]);
+  expect(after.reservations).toEqual([]);
+});
+
+it("stop() restores the host: state before the node == state after", async () => {
+  await node.stop();
+  const after = snapshotHost({ nodeDir: node.layout.dir, links: [node.bridge] });
+  expect(after).toEqual(node.before);
+});

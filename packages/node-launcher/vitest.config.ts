@@ -1,0 +1,5 @@
+import { defineConfig } from "vitest/config";
+import { preset } from "../../scripts/vitest.preset.js";
+
+// one real node at a time on the machine: the files run one after another
+export default defineConfig(preset("node-launcher", { testTimeout: 120_000, hookTimeout: 180_000, fileParallelism: false }));
