@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
+import { lockHost } from "./host-lock.js";
 import { restoreHost, snapshotHost } from "./host-state.js";
 
 const sh = (command: string, args: string[]) => {
@@ -10,6 +11,7 @@ const sh = (command: string, args: string[]) => {
 };
 
 it("restoreHost undoes what a node does to the host: chains, cgroups, mounts, sysctls, paths, links", async () => {
+  const unlock = await lockHost();
   const nodeDir = mkdtempSync("/tmp/ipamkit-restore-test-");
   const links = ["ipkrestoretst"];
   const before = snapshotHost({ nodeDir, links });
@@ -41,5 +43,6 @@ it("restoreHost undoes what a node does to the host: chains, cgroups, mounts, sy
   } finally {
     await restoreHost(before, { nodeDir, links });
     rmSync(nodeDir, { recursive: true, force: true });
+    unlock();
   }
 });

@@ -5,6 +5,7 @@ import type { KubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { findNodeBinaries, type NodeBinaries } from "./binaries.js";
 import { conflist, containerdToml, kubeletConfig, type NodeLayout, nodeLayout } from "./config.js";
+import { lockHost } from "./host-lock.js";
 import { type HostState, restoreHost, snapshotHost } from "./host-state.js";
 import { pauseImage } from "./pause.js";
 import { type Daemon, killPids, must, shimPids, startDaemon, until } from "./processes.js";
@@ -82,6 +83,7 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   const suffix = Math.random().toString(36).slice(2, 8);
   const name = options.nodeName ?? `ipamkit-node-${suffix}`;
   const bridge = `ipk${suffix}`;
+  const unlock = await lockHost();
   const dir = mkdtempSync("/tmp/ipamkit-node-");
   const layout = nodeLayout(dir);
   const before = snapshotHost({ nodeDir: dir, links: [bridge] });
@@ -107,6 +109,7 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
       return copyPlugin(layout, binaries);
     } catch (error) {
       rmSync(dir, { recursive: true, force: true });
+      unlock();
       throw error;
     }
   })();
@@ -174,7 +177,11 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   const killShims = () => killPids(shimPids(binaries.shim, layout.containerdSocket));
   const logTail = () => [agent, containerd, kubelet].map((d) => (d ? `--- ${d.name}\n${d.logTail(15)}` : "")).join("\n");
 
+  let stopped = false;
   const stop = async () => {
+    // a second stop() must not restore again: another node may hold the host by then
+    if (stopped) return;
+    stopped = true;
     await kubelet?.stop();
     if (containerd?.exited() === undefined && containerd !== undefined) {
       // every sandbox torn down through CRI, so that the CNI chain gets its DEL
@@ -187,8 +194,12 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
     await containerd?.stop();
     killShims();
     await agent?.stop();
-    await restoreHost(before, { nodeDir: dir, links: [bridge] });
-    rmSync(dir, { recursive: true, force: true });
+    try {
+      await restoreHost(before, { nodeDir: dir, links: [bridge] });
+      rmSync(dir, { recursive: true, force: true });
+    } finally {
+      unlock();
+    }
   };
   try {
     await startAgent();
