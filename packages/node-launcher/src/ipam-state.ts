@@ -8,6 +8,8 @@ export interface Holding {
   readonly id: string;
   readonly ifname: string;
   readonly podref: string;
+  /** a sticky address kept for its pod since this time (IPPool entries only) */
+  readonly released?: string;
 }
 
 export interface IpamState {
@@ -22,7 +24,7 @@ export interface IpamState {
 }
 
 interface Pool {
-  spec?: { range?: string; allocations?: Record<string, { id?: string; ifname?: string; podref?: string }> };
+  spec?: { range?: string; allocations?: Record<string, { id?: string; ifname?: string; podref?: string; released?: string }> };
 }
 interface Orip {
   metadata?: { name?: string };
@@ -47,6 +49,7 @@ export async function readIpamState(kubeConfig: KubeConfig): Promise<IpamState> 
       id: a.id ?? "",
       ifname: a.ifname ?? "",
       podref: a.podref ?? "",
+      ...(a.released ? { released: a.released } : {}),
     })),
   );
   const reservations = orips.map((o) => ({

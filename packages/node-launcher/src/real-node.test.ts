@@ -1,11 +1,11 @@
 import { spawnSync } from "node:child_process";
 import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
-import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
+import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { snapshotHost } from "./host-state.js";
 import { readIpamState } from "./ipam-state.js";
 import { type RealNode, startNode } from "./launcher.js";
-import { pauseImage } from "./pause.js";
+import { deletePodsAndWait as deletePods, runningIp as podIp, podOnNode } from "./pods.js";
 import { until } from "./processes.js";
 
 // One real node (containerd 2.4 CRI + kubelet 1.37) against a real kube-apiserver; its pod network
@@ -32,33 +32,9 @@ afterAll(async () => {
   await apiserver?.stop();
 });
 
-function podSpec(name: string): V1Pod {
-  return {
-    metadata: { name, namespace: NS },
-    spec: {
-      nodeName: node.name,
-      terminationGracePeriodSeconds: 1,
-      containers: [{ name: "app", image: pauseImage().ref, imagePullPolicy: "Never" }],
-    },
-  };
-}
-
-async function runningIp(name: string): Promise<string> {
-  let ip = "";
-  await until(
-    `pod ${name} Running with an IP`,
-    60_000,
-    async () => {
-      const pod = await core.readNamespacedPod({ name, namespace: NS });
-      ip = pod.status?.podIPs?.[0]?.ip ?? "";
-      return pod.status?.phase === "Running" && ip !== "";
-    },
-    () => undefined,
-  ).catch((error) => {
-    throw new Error(`${(error as Error).message}\n${node.logTail()}`);
-  });
-  return ip;
-}
+const podSpec = (name: string) => podOnNode(node, name, NS);
+const runningIp = (name: string) => podIp(core, node, name, NS);
+const deletePodsAndWait = (names: readonly string[]) => deletePods(core, names, NS);
 
 /** eth0's IPv4 address inside the pod sandbox's network namespace, read with nsenter. */
 function netnsAddress(podName: string): string {
@@ -69,14 +45,6 @@ function netnsAddress(podName: string): string {
   const netns = info.info?.runtimeSpec?.linux?.namespaces?.find((n) => n.type === "network")?.path ?? "";
   const out = spawnSync("nsenter", [`--net=${netns}`, "ip", "-4", "-o", "addr", "show", "eth0"], { encoding: "utf8" });
   return /inet (\d+\.\d+\.\d+\.\d+)\//.exec(out.stdout)?.[1] ?? `none (${out.stderr.trim()})`;
-}
-
-async function deletePodsAndWait(names: readonly string[]): Promise<void> {
-  for (const name of names) await core.deleteNamespacedPod({ name, namespace: NS });
-  await until(`pods ${names.join(", ")} gone`, 60_000, async () => {
-    const pods = await core.listNamespacedPod({ namespace: NS });
-    return !pods.items.some((p) => names.includes(p.metadata?.name ?? ""));
-  });
 }
 
 it("pods created through the API get ipamkit addresses (status and netns); deleted, the addresses are released", async () => {
