@@ -135,6 +135,22 @@ export function snapshotHost(options: { nodeDir?: string; links?: readonly strin
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** SIGKILLs every process in the kubepods cgroups (the pods' sandboxes and containers): a power-off. */
+export function killKubepods(): void {
+  const kill = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) kill(join(d, e.name));
+    const procs = existsSync(join(d, "cgroup.procs")) ? readFileSync(join(d, "cgroup.procs"), "utf8") : "";
+    for (const pid of procs.split("\n").filter(Boolean)) {
+      try {
+        process.kill(Number(pid), "SIGKILL");
+      } catch {
+        // gone already
+      }
+    }
+  };
+  for (const dir of readCgroups()) kill(dir);
+}
+
 /** Kills every process in a cgroup tree, then removes its dirs depth-first (retried while they empty). */
 async function removeCgroup(dir: string): Promise<void> {
   for (let attempt = 0; attempt < 50; attempt++) {

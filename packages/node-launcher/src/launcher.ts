@@ -6,7 +6,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { findNodeBinaries, type NodeBinaries } from "./binaries.js";
 import { conflist, containerdToml, kubeletConfig, type NodeLayout, nodeLayout } from "./config.js";
 import { lockHost } from "./host-lock.js";
-import { type HostState, restoreHost, snapshotHost } from "./host-state.js";
+import { type HostState, killKubepods, restoreHost, snapshotHost } from "./host-state.js";
 import { pauseImage } from "./pause.js";
 import { type Daemon, killPids, must, shimPids, startDaemon, until } from "./processes.js";
 
@@ -46,7 +46,7 @@ export interface RealNode {
   crictl(args: readonly string[]): string;
   startAgent(): Promise<void>;
   stopAgent(): Promise<void>;
-  /** SIGKILL kubelet, containerd and the shims (no CNI DEL): the sandboxes' processes stay. */
+  /** SIGKILL kubelet, containerd, the shims and every pod process (no CNI DEL). */
   powerOff(): Promise<void>;
   /** containerd and kubelet again on the same dirs (after powerOff). */
   powerOn(): Promise<void>;
@@ -139,6 +139,8 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
     await until("the agent's socket", 30_000, () => existsSync(layout.agentSocket), a.exited);
   };
   const startContainerd = async () => {
+    // a killed containerd leaves its socket behind: wait for the new one, not the stale file
+    rmSync(layout.containerdSocket, { force: true });
     const c = startDaemon({
       name: "containerd",
       command: binaries.containerd,
@@ -225,6 +227,7 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
       await kubelet?.kill();
       await containerd?.kill();
       killShims();
+      killKubepods();
     },
     async powerOn() {
       await startContainerd();
