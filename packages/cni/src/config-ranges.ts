@@ -149,7 +149,7 @@ export function buildRanges(ipam: IpamInput, sourceOf: SourceOf, warnings: strin
     const hint = `; the top-level gateway applies to every ${familyName(plain.family)} range without its own, set ${entry.prefix}gateway instead`;
     return parseEntry(entry, "ipam.gateway", ipam.gateway, entry.prefix === "ipam." ? "" : hint);
   });
-  entries.forEach((entry, i) => warnHostBits(entry, ranges[i] as Range, warnings));
+  for (const [i, entry] of entries.entries()) warnHostBits(entry, ranges[i] as Range, warnings);
   if (topGateway !== undefined && attached === 0) {
     const family = familyName(topGateway.family);
     if (ofGatewayFamily === 0) {
