@@ -1,15 +1,42 @@
 #!/usr/bin/env node
 // Fails when a published package's `exports` map and its build drift apart: every path named in
 // `exports` must exist after the build, and every built entry in dist/ must be named in `exports`.
+// It also fails when a published package's package.json is not complete for npm (description,
+// keywords, license with a LICENSE file at the root, repository with its directory, engines.node).
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 const problems = [];
+if (!existsSync("LICENSE")) problems.push("LICENSE: missing at the repository root (the packages' license field refers to it)");
+
+/** What npm shows and needs of a published package: every field present and pointing at this repository. */
+function metadataProblems(pkg, dir) {
+  const out = [];
+  const need = (ok, what) => {
+    if (!ok) out.push(`${pkg.name}: package.json ${what}`);
+  };
+  need(typeof pkg.description === "string" && pkg.description.trim() !== "", 'needs a "description"');
+  need(
+    Array.isArray(pkg.keywords) && pkg.keywords.length > 0 && pkg.keywords.every((k) => typeof k === "string" && k !== ""),
+    'needs "keywords"',
+  );
+  need(pkg.license === "Apache-2.0", 'needs "license": "Apache-2.0" (the root LICENSE)');
+  const repo = pkg.repository;
+  need(
+    typeof repo === "object" && repo !== null && typeof repo.url === "string" && repo.url !== "",
+    'needs "repository": { "type", "url", "directory" }',
+  );
+  need(repo?.directory === `packages/${dir}`, `needs "repository.directory": "packages/${dir}"`);
+  need(typeof pkg.engines?.node === "string" && pkg.engines.node !== "", 'needs "engines": { "node": ">=20" }');
+  return out;
+}
+
 for (const dir of readdirSync("packages")) {
   const pkgPath = join("packages", dir, "package.json");
   if (!existsSync(pkgPath)) continue;
   const pkg = JSON.parse(readFileSync(pkgPath, "utf8"));
   if (pkg.private) continue;
+  problems.push(...metadataProblems(pkg, dir));
   const named = new Set();
   const walk = (node) => {
     if (typeof node === "string") named.add(node.replace(/^\.\//, ""));
@@ -36,5 +63,5 @@ for (const dir of readdirSync("packages")) {
   if (pkg.sideEffects !== false) problems.push(`${pkg.name}: sideEffects must be false`);
 }
 for (const p of problems) console.error(p);
-console.log(problems.length === 0 ? "exports and builds agree" : `${problems.length} problem(s)`);
+console.log(problems.length === 0 ? "exports and builds agree; package metadata complete" : `${problems.length} problem(s)`);
 process.exit(problems.length === 0 ? 0 : 1);
