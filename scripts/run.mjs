@@ -89,6 +89,7 @@ if (job === "demo") {
     ["real node binaries", ["bash", "test-infra/node/build.sh"]],
     ["build", ["turbo", "run", "build"]],
     ["exports", ["node", "scripts/check-exports.mjs"]],
+    ["API reference (TypeDoc)", ["node", "scripts/api-docs.mjs"]],
     ["typecheck", ["turbo", "run", "typecheck"]],
     ["lint", ["biome", "check", "."]],
   ];
