@@ -42,9 +42,9 @@ export function nodeLayout(dir: string): NodeLayout {
 /**
  * containerd 2.x (config version 3): every path under the node's dir, the locally built pause
  * image pinned as the sandbox image, `restrict_oom_score_adj` (root lacks CAP_SYS_RESOURCE here),
- * Debian's runc, and one CNI network from the node's conf dir.
+ * Debian's runc, and `networks` CNI networks from the node's conf dir (the first is eth0, the next eth1).
  */
-export function containerdToml(layout: NodeLayout, options: { pauseRef: string; runc: string }): string {
+export function containerdToml(layout: NodeLayout, options: { pauseRef: string; runc: string; networks?: number }): string {
   const q = JSON.stringify;
   return `version = 3
 root = ${q(layout.containerdRoot)}
@@ -70,7 +70,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 [plugins."io.containerd.cri.v1.runtime".cni]
   bin_dirs = [${q(layout.cniBinDir)}]
   conf_dir = ${q(layout.cniConfDir)}
-  max_conf_num = 1
+  max_conf_num = ${options.networks ?? 1}
 
 [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
   runtime_type = "io.containerd.runc.v2"
@@ -109,43 +109,65 @@ export function kubeletConfig(layout: NodeLayout, options: { statusEverySeconds:
   });
 }
 
-export interface IpamOptions {
+/** The IPAM plugin a node's networks use. */
+export type NodeIpam =
+  /** ipamkit through its agent (the chart's pod on the node), reading the flat file the chart's installer writes */
+  | { readonly type: "ipamkit"; readonly flatFile: string; readonly sticky?: boolean }
+  /** Whereabouts' own binary, on the same API server */
+  | { readonly type: "whereabouts"; readonly kubeconfig: string };
+
+export interface NetworkOptions {
   /** the network's name (and so the IPPool's name prefix) */
   readonly network: string;
-  /** the pod range, e.g. 10.88.0.0/24; its first address is the bridge's gateway */
+  /** the range, e.g. 10.88.0.0/24 */
   readonly range: string;
-  readonly gateway: string;
-  readonly bridge: string;
-  /** the kubeconfig the plugin and agent reach the API server with */
-  readonly kubeconfig: string;
-  readonly sticky?: boolean;
+  /** the bridge's own address (isGateway): never handed out */
+  readonly gateway?: string;
+  readonly ipam: NodeIpam;
 }
 
-/** A CNI 1.1 conflist (so containerd calls STATUS): bridge with isGateway, its IPAM ipamkit on the Kubernetes store, through the agent only. */
-export function conflist(layout: NodeLayout, ipam: IpamOptions): string {
+function ipamConfig(options: NetworkOptions): Record<string, unknown> {
+  const { ipam } = options;
+  if (ipam.type === "whereabouts")
+    // Whereabouts does not keep the gateway out of the range by itself: exclude it
+    return {
+      type: "whereabouts",
+      range: options.range,
+      ...(options.gateway ? { gateway: options.gateway, exclude: [`${options.gateway}/32`] } : {}),
+      kubernetes: { kubeconfig: ipam.kubeconfig },
+    };
+  return {
+    type: "ipamkit",
+    range: options.range,
+    ...(options.gateway ? { gateway: options.gateway } : {}),
+    configuration_path: ipam.flatFile,
+    ...(ipam.sticky ? { sticky: true } : {}),
+  };
+}
+
+/**
+ * The node's pod network: a bridge with isGateway. With ipamkit a CNI 1.1 conflist (so containerd
+ * calls STATUS); Whereabouts v0.9.2 answers no STATUS, so its conflist says 1.0.0.
+ */
+export function bridgeConflist(options: NetworkOptions & { bridge: string }): string {
   return JSON.stringify(
     {
-      cniVersion: "1.1.0",
-      name: ipam.network,
-      plugins: [
-        {
-          type: "bridge",
-          bridge: ipam.bridge,
-          isGateway: true,
-          ipMasq: false,
-          hairpinMode: false,
-          ipam: {
-            type: "ipamkit",
-            range: ipam.range,
-            gateway: ipam.gateway,
-            kubernetes: { kubeconfig: ipam.kubeconfig },
-            agent_socket: layout.agentSocket,
-            agent_required: true,
-            ...(ipam.sticky ? { sticky: true } : {}),
-            configuration_path: join(layout.dir, "no-flat-file"),
-          },
-        },
-      ],
+      cniVersion: options.ipam.type === "ipamkit" ? "1.1.0" : "1.0.0",
+      name: options.network,
+      plugins: [{ type: "bridge", bridge: options.bridge, isGateway: true, ipMasq: false, hairpinMode: false, ipam: ipamConfig(options) }],
+    },
+    null,
+    2,
+  );
+}
+
+/** A second network (the pod's eth1): macvlan in bridge mode on `master`, as Multus users attach one. */
+export function macvlanConflist(options: NetworkOptions & { master: string }): string {
+  return JSON.stringify(
+    {
+      cniVersion: options.ipam.type === "ipamkit" ? "1.1.0" : "1.0.0",
+      name: options.network,
+      plugins: [{ type: "macvlan", master: options.master, mode: "bridge", ipam: ipamConfig(options) }],
     },
     null,
     2,

@@ -1,3 +1,4 @@
+export { type AgentPod, prepareAgentPod } from "./agent-pod.js";
 export {
   findNodeBinaries,
   NODE_BUILD_DIR,
@@ -6,8 +7,19 @@ export {
   NodeBinariesMissingError,
   nodeBinaryPaths,
 } from "./binaries.js";
-export { conflist, containerdToml, kubeletConfig, type NodeLayout, nodeLayout } from "./config.js";
+export {
+  bridgeConflist,
+  containerdToml,
+  kubeletConfig,
+  macvlanConflist,
+  type NetworkOptions,
+  type NodeIpam,
+  type NodeLayout,
+  nodeLayout,
+} from "./config.js";
+export { CHART, HELM_BUILD_SCRIPT, helmBinary, renderChart } from "./helm.js";
 export { HOST_LOCK, lockHost } from "./host-lock.js";
 export { type HostState, NODE_HOST_PATHS, NODE_SYSCTLS, restoreHost, snapshotHost } from "./host-state.js";
-export { type NodeOptions, PLUGIN_DIST, type RealNode, startNode } from "./launcher.js";
+export { buildIpamkitImage, chartVersion, INSTALL_DIST, type IpamkitImage, PLUGIN_DIST } from "./image.js";
+export { type NodeOptions, type RealNode, startNode } from "./launcher.js";
 export { type PauseImage, pauseImage } from "./pause.js";

@@ -1,26 +1,17 @@
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import type { KubeApiserver } from "@ipamkit/kube-apiserver-launcher";
+import { findWhereabouts, type KubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { CoreV1Api } from "@kubernetes/client-node";
+import { type AgentPod, prepareAgentPod } from "./agent-pod.js";
 import { findNodeBinaries, type NodeBinaries } from "./binaries.js";
-import { conflist, containerdToml, kubeletConfig, type NodeLayout, nodeLayout } from "./config.js";
+import { bridgeConflist, containerdToml, kubeletConfig, macvlanConflist, type NodeIpam, type NodeLayout, nodeLayout } from "./config.js";
 import { lockHost } from "./host-lock.js";
 import { type HostState, killKubepods, restoreHost, snapshotHost } from "./host-state.js";
+import { buildIpamkitImage, type IpamkitImage } from "./image.js";
 import { pauseImage } from "./pause.js";
 import { type Daemon, killPids, must, shimPids, startDaemon, until } from "./processes.js";
 
-/** The built plugin (static binary) and agent this node runs on the host. */
-export const PLUGIN_DIST = fileURLToPath(new URL("../../../examples/cni-plugin/dist/", import.meta.url));
-const PLUGIN_FILES = [
-  "ipamkit",
-  "ipamkit-agent",
-  "ipamkit-node",
-  "ipamkit-kubernetes.cjs",
-  "ipamkit-kubernetes.cjs.v8cache",
-  "ipamkit-direct.cjs",
-  "package.json",
-];
+const REFERENCE_PLUGINS = ["bridge", "loopback", "host-local", "macvlan", "portmap"];
 
 export interface NodeOptions {
   readonly apiserver: KubeApiserver;
@@ -31,6 +22,12 @@ export interface NodeOptions {
   readonly gateway?: string;
   readonly network?: string;
   readonly sticky?: boolean;
+  /** A second network on every pod (eth1): macvlan on a veth the launcher creates. */
+  readonly macvlan?: { readonly range: string; readonly network?: string };
+  /** The IPAM of the node's networks. Default ipamkit (its chart's agent pod); or Whereabouts' binary. */
+  readonly ipam?: "ipamkit" | "whereabouts";
+  /** ipamkit's image (default: built now with scripts/build-image.sh, ~10 s). */
+  readonly image?: IpamkitImage;
   /** kubelet's node status period (seconds). Default 2. */
   readonly statusEverySeconds?: number;
 }
@@ -40,11 +37,19 @@ export interface RealNode {
   readonly layout: NodeLayout;
   readonly binaries: NodeBinaries;
   readonly bridge: string;
+  /** the macvlan network's master (a veth end), when the node has one */
+  readonly macvlanMaster: string | undefined;
+  /** the chart's agent pod (ipamkit only) */
+  readonly agent: AgentPod | undefined;
   /** the host state before the node started; stop() restores it */
   readonly before: HostState;
+  /** the network interfaces the node creates (restore removes them) */
+  readonly links: readonly string[];
   /** crictl against this node's containerd */
   crictl(args: readonly string[]): string;
+  /** creates the agent pod again (after stopAgent) and waits until it is Ready */
   startAgent(): Promise<void>;
+  /** deletes the agent pod and waits until it is gone */
   stopAgent(): Promise<void>;
   /** SIGKILL kubelet, containerd, the shims and every pod process (no CNI DEL). */
   powerOff(): Promise<void>;
@@ -55,89 +60,92 @@ export interface RealNode {
   stop(): Promise<void>;
 }
 
-function copyPlugin(layout: NodeLayout, binaries: NodeBinaries): string {
-  const missing = PLUGIN_FILES.filter((f) => !existsSync(join(PLUGIN_DIST, f)));
-  if (missing.length > 0)
-    throw new Error(
-      `[node-launcher] ${PLUGIN_DIST} lacks ${missing.join(", ")} — run pnpm turbo run build --filter=@ipamkit/example-cni-plugin`,
-    );
-  const agentDist = join(layout.dir, "ipamkit");
-  mkdirSync(agentDist);
-  for (const f of PLUGIN_FILES) copyFileSync(join(PLUGIN_DIST, f), join(agentDist, f));
-  copyFileSync(join(PLUGIN_DIST, "ipamkit"), join(layout.cniBinDir, "ipamkit"));
-  chmodSync(join(layout.cniBinDir, "ipamkit"), 0o755);
-  for (const p of ["bridge", "loopback", "host-local", "macvlan", "portmap"])
-    copyFileSync(join(binaries.cniPluginDir, p), join(layout.cniBinDir, p));
-  for (const p of ["bridge", "loopback", "host-local", "macvlan", "portmap"]) chmodSync(join(layout.cniBinDir, p), 0o755);
-  return join(agentDist, "ipamkit-agent");
+/** The reference plugins (and Whereabouts' binary) into the node's CNI bin dir; ipamkit's installer adds its own. */
+function copyPlugins(layout: NodeLayout, binaries: NodeBinaries, ipam: "ipamkit" | "whereabouts"): void {
+  const files: Array<[string, string]> = REFERENCE_PLUGINS.map((p) => [join(binaries.cniPluginDir, p), p]);
+  if (ipam === "whereabouts") files.push([findWhereabouts().binary, "whereabouts"]);
+  for (const [from, name] of files) {
+    copyFileSync(from, join(layout.cniBinDir, name));
+    chmodSync(join(layout.cniBinDir, name), 0o755);
+  }
+}
+
+/** The node's networks: the bridge conflist, and with `macvlan` a veth pair and a second conflist. */
+function writeNetworks(
+  options: NodeOptions,
+  layout: NodeLayout,
+  ipam: NodeIpam,
+  links: { bridge: string; veth: string; peer: string },
+): void {
+  writeFileSync(
+    join(layout.cniConfDir, "10-pods.conflist"),
+    bridgeConflist({
+      network: options.network ?? "ipamkit-pods",
+      range: options.range ?? "10.88.0.0/24",
+      gateway: options.gateway ?? "10.88.0.1",
+      bridge: links.bridge,
+      ipam,
+    }),
+  );
+  if (options.macvlan === undefined) return;
+  must("ip", ["link", "add", links.veth, "type", "veth", "peer", "name", links.peer]);
+  for (const l of [links.veth, links.peer]) must("ip", ["link", "set", l, "up"]);
+  writeFileSync(
+    join(layout.cniConfDir, "20-macvlan.conflist"),
+    macvlanConflist({ network: options.macvlan.network ?? "ipamkit-macvlan", range: options.macvlan.range, master: links.veth, ipam }),
+  );
 }
 
 /**
- * Starts a real node against `apiserver`: containerd 2.x (CRI) with the pause image imported,
- * kubelet registered as a Node, the ipamkit agent on the host, and a CNI 1.1 conflist (bridge +
- * ipamkit on the Kubernetes store of the same API server). Resolves once the Node is Ready.
+ * Starts a real node against `apiserver`: containerd 2.x (CRI) with the pause image and ipamkit's
+ * image imported, kubelet registered as a Node, and the node's networks (a bridge, optionally a
+ * macvlan as eth1) whose IPAM is ipamkit on the Kubernetes store of the same API server — its agent
+ * the chart's pod on this node, whose installer puts the static binary into the node's CNI bin dir —
+ * or Whereabouts' binary. Resolves once the Node is Ready.
  */
 export async function startNode(options: NodeOptions): Promise<RealNode> {
   const binaries = findNodeBinaries();
   const pause = pauseImage();
+  const ipamType = options.ipam ?? "ipamkit";
   const suffix = Math.random().toString(36).slice(2, 8);
   const name = options.nodeName ?? `ipamkit-node-${suffix}`;
-  const bridge = `ipk${suffix}`;
+  const net = { bridge: `ipk${suffix}`, veth: `ipkv${suffix}`, peer: `ipkw${suffix}` };
+  const links = [net.bridge, ...(options.macvlan ? [net.veth, net.peer] : [])];
   const unlock = await lockHost();
   const dir = mkdtempSync("/tmp/ipamkit-node-");
   const layout = nodeLayout(dir);
-  const before = snapshotHost({ nodeDir: dir, links: [bridge] });
-  for (const d of [
-    layout.containerdRoot,
-    layout.containerdState,
-    layout.cniBinDir,
-    layout.cniConfDir,
-    layout.kubeletRoot,
-    layout.staticPods,
-    layout.logs,
-  ])
-    mkdirSync(d, { recursive: true });
+  const before = snapshotHost({ nodeDir: dir, links });
+  const dirs = [layout.containerdRoot, layout.containerdState, layout.cniBinDir, layout.cniConfDir, layout.kubeletRoot, layout.staticPods];
+  for (const d of [...dirs, layout.logs]) mkdirSync(d, { recursive: true });
   mkdirSync(layout.agentDir, { mode: 0o700 });
-  let agent: Daemon | undefined;
   let containerd: Daemon | undefined;
   let kubelet: Daemon | undefined;
+  let agent: AgentPod | undefined;
   const env = { ...process.env, PATH: `${join(binaries.containerd, "..")}:${process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin"}` };
   const crictl = (args: readonly string[]) =>
     must(binaries.crictl, ["--runtime-endpoint", `unix://${layout.containerdSocket}`, "--timeout", "20s", ...args]);
-  const agentBin = (() => {
-    try {
-      return copyPlugin(layout, binaries);
-    } catch (error) {
-      rmSync(dir, { recursive: true, force: true });
-      unlock();
-      throw error;
-    }
-  })();
+  const flatFile = join(layout.cniConfDir, "whereabouts.d", "whereabouts.conf");
+  const ipam: NodeIpam =
+    ipamType === "ipamkit"
+      ? { type: "ipamkit", flatFile, sticky: options.sticky }
+      : { type: "whereabouts", kubeconfig: options.apiserver.kubeconfigPath };
+  let image: IpamkitImage | undefined;
+  try {
+    copyPlugins(layout, binaries, ipamType);
+    writeNetworks(options, layout, ipam, net);
+    if (ipamType === "ipamkit") image = options.image ?? buildIpamkitImage(dir);
+  } catch (error) {
+    await restoreHost(before, { nodeDir: dir, links });
+    rmSync(dir, { recursive: true, force: true });
+    unlock();
+    throw error;
+  }
   writeFileSync(
-    join(layout.cniConfDir, "10-ipamkit.conflist"),
-    conflist(layout, {
-      network: options.network ?? "ipamkit-pods",
-      range: options.range ?? "10.88.0.0/24",
-      gateway: options.gateway ?? "10.88.0.1",
-      bridge,
-      kubeconfig: options.apiserver.kubeconfigPath,
-      sticky: options.sticky,
-    }),
+    layout.containerdConfig,
+    containerdToml(layout, { pauseRef: pause.ref, runc: binaries.runc, networks: options.macvlan ? 2 : 1 }),
   );
-  writeFileSync(layout.containerdConfig, containerdToml(layout, { pauseRef: pause.ref, runc: binaries.runc }));
   writeFileSync(layout.kubeletConfig, kubeletConfig(layout, { statusEverySeconds: options.statusEverySeconds ?? 2 }));
 
-  const startAgent = async () => {
-    if (agent?.exited() === undefined && agent !== undefined) return;
-    const a = startDaemon({
-      name: "agent",
-      command: process.execPath,
-      args: [agentBin, "--socket", layout.agentSocket, "--node-name", name],
-      logs: layout.logs,
-    });
-    agent = a;
-    await until("the agent's socket", 30_000, () => existsSync(layout.agentSocket), a.exited);
-  };
   const startContainerd = async () => {
     // a killed containerd leaves its socket behind: wait for the new one, not the stale file
     rmSync(layout.containerdSocket, { force: true });
@@ -168,16 +176,27 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
     });
   };
   const core = options.apiserver.kubeConfig.makeApiClient(CoreV1Api);
-  const nodeReady = async () => {
+  const nodeCondition = async () => {
     try {
       const node = await core.readNode({ name });
-      return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
+      return node.status?.conditions?.find((c) => c.type === "Ready")?.status ?? "Unknown";
     } catch {
-      return false;
+      return "absent";
     }
   };
   const killShims = () => killPids(shimPids(binaries.shim, layout.containerdSocket));
-  const logTail = () => [agent, containerd, kubelet].map((d) => (d ? `--- ${d.name}\n${d.logTail(15)}` : "")).join("\n");
+  const logTail = () => [containerd, kubelet].map((d) => (d ? `--- ${d.name}\n${d.logTail(15)}` : "")).join("\n");
+  const removeSandboxes = () => {
+    // the app pods first, while the agent still answers their DEL; then the agent's own pod
+    try {
+      const pods = JSON.parse(crictl(["pods", "-o", "json"])) as { items?: { id: string; labels?: Record<string, string> }[] };
+      const apps = (pods.items ?? []).filter((p) => p.labels?.["app.kubernetes.io/name"] !== "ipamkit-node").map((p) => p.id);
+      if (apps.length > 0) crictl(["rmp", "--force", ...apps]);
+      crictl(["rmp", "--all", "--force"]);
+    } catch {
+      // the restore below still removes what is left
+    }
+  };
 
   let stopped = false;
   const stop = async () => {
@@ -185,44 +204,52 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
     if (stopped) return;
     stopped = true;
     await kubelet?.stop();
-    if (containerd?.exited() === undefined && containerd !== undefined) {
-      // every sandbox torn down through CRI, so that the CNI chain gets its DEL
-      try {
-        crictl(["rmp", "--all", "--force"]);
-      } catch {
-        // the restore below still removes what is left
-      }
-    }
+    if (containerd?.exited() === undefined && containerd !== undefined) removeSandboxes();
     await containerd?.stop();
     killShims();
-    await agent?.stop();
+    killKubepods();
     try {
-      await restoreHost(before, { nodeDir: dir, links: [bridge] });
+      await restoreHost(before, { nodeDir: dir, links });
       rmSync(dir, { recursive: true, force: true });
     } finally {
       unlock();
     }
   };
   try {
-    await startAgent();
     await startContainerd();
-    must(binaries.ctr, ["--address", layout.containerdSocket, "-n", "k8s.io", "images", "import", pause.archive]);
+    const ctr = (archive: string) =>
+      must(binaries.ctr, ["--address", layout.containerdSocket, "-n", "k8s.io", "images", "import", archive]);
+    ctr(pause.archive);
+    if (image) ctr(image.archive);
     await startKubelet();
-    await until(`Node ${name} Ready`, 60_000, nodeReady, () => kubelet?.exited() ?? containerd?.exited());
+    const failed = () => kubelet?.exited() ?? containerd?.exited();
+    await until(`Node ${name} registered`, 60_000, async () => (await nodeCondition()) !== "absent", failed);
+    if (image) {
+      agent = await prepareAgentPod({ apiserver: options.apiserver, layout, nodeName: name, image });
+      await agent.start();
+    }
+    await until(`Node ${name} Ready`, 60_000, async () => (await nodeCondition()) === "True", failed);
   } catch (error) {
     const tail = logTail();
     await stop();
     throw new Error(`${(error as Error).message}\n${tail}`);
   }
+  const needAgent = () => {
+    if (agent === undefined) throw new Error("[node-launcher] this node runs Whereabouts: it has no ipamkit agent");
+    return agent;
+  };
   return {
     name,
     layout,
     binaries,
-    bridge,
+    bridge: net.bridge,
+    macvlanMaster: options.macvlan ? net.veth : undefined,
+    agent,
     before,
+    links,
     crictl,
-    startAgent,
-    stopAgent: async () => agent?.stop(),
+    startAgent: () => needAgent().start(),
+    stopAgent: () => needAgent().stop(),
     async powerOff() {
       await kubelet?.kill();
       await containerd?.kill();

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { CoreV1Api } from "@kubernetes/client-node";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { snapshotHost } from "./host-state.js";
 import { readIpamState } from "./ipam-state.js";
 import { type RealNode, startNode } from "./launcher.js";
@@ -23,7 +23,13 @@ const NAMES = ["app-0", "app-1"];
 beforeAll(async () => {
   apiserver = await startKubeApiserver();
   try {
-    node = await startNode({ apiserver, range: "10.90.0.0/24", gateway: "10.90.0.1", network: "ipamkit-poweroff" });
+    node = await startNode({
+      apiserver,
+      image: inject("ipamkitImage"),
+      range: "10.90.0.0/24",
+      gateway: "10.90.0.1",
+      network: "ipamkit-poweroff",
+    });
   } catch (error) {
     await apiserver.stop();
     throw error;
@@ -66,8 +72,8 @@ it("power-off: the reconciler frees the dead sandboxes' addresses, never a live 
   expect(await holdings()).toEqual(dead);
   // the same names come back (new UIDs), bound to the node that is still off
   for (const name of NAMES) await core.createNamespacedPod({ namespace: NS, body: podOnNode(node, name, NS) });
-  reconcileOnce();
-  expect(await holdings()).toEqual([]);
+  const out = reconcileOnce();
+  expect(await holdings(), out).toEqual([]);
 
   await node.powerOn();
   const newIps = await Promise.all(NAMES.map((name) => runningIp(core, node, name, NS)));
@@ -103,5 +109,5 @@ it("power-off: the reconciler frees the dead sandboxes' addresses, never a live 
 
 it("stop() restores the host", async () => {
   await node.stop();
-  expect(snapshotHost({ nodeDir: node.layout.dir, links: [node.bridge] })).toEqual(node.before);
+  expect(snapshotHost({ nodeDir: node.layout.dir, links: node.links })).toEqual(node.before);
 });

@@ -1,6 +1,6 @@
 import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { CoreV1Api } from "@kubernetes/client-node";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { snapshotHost } from "./host-state.js";
 import { readIpamState } from "./ipam-state.js";
 import { type RealNode, startNode } from "./launcher.js";
@@ -16,7 +16,14 @@ const NS = "default";
 beforeAll(async () => {
   apiserver = await startKubeApiserver();
   try {
-    node = await startNode({ apiserver, range: "10.89.0.0/24", gateway: "10.89.0.1", network: "ipamkit-sticky", sticky: true });
+    node = await startNode({
+      apiserver,
+      image: inject("ipamkitImage"),
+      range: "10.89.0.0/24",
+      gateway: "10.89.0.1",
+      network: "ipamkit-sticky",
+      sticky: true,
+    });
   } catch (error) {
     await apiserver.stop();
     throw error;
@@ -73,5 +80,5 @@ it("a pod re-created under its name keeps its address; the kept address goes to 
 
 it("stop() restores the host", async () => {
   await node.stop();
-  expect(snapshotHost({ nodeDir: node.layout.dir, links: [node.bridge] })).toEqual(node.before);
+  expect(snapshotHost({ nodeDir: node.layout.dir, links: node.links })).toEqual(node.before);
 });
