@@ -1,6 +1,6 @@
 import { findFree } from "./allocator.js";
 import { readClaimsOf } from "./claims.js";
-import { InvalidRequestError, RangeExhaustedError, StoreConflictError } from "./errors.js";
+import { InvalidRequestError, isOutcomeUnknown, RangeExhaustedError, StoreConflictError } from "./errors.js";
 import { cidrContains, parseCidr } from "./ip.js";
 import { type AllocateInput, type Assigned, createIpam, type IpamOptions, type Released, type ReleaseInput } from "./ipam.js";
 import { type AttachmentKey, attachmentKey } from "./key.js";
@@ -336,8 +336,11 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
         handoff.hand(claim.pool, undefined);
         return seen.unclaimed;
       } catch (error) {
-        if (!(error instanceof StoreConflictError)) throw error;
-        counter.conflicts += 1; // another node claimed it first: look again
+        // another node claimed it first, or the claim's outcome is unknown: look again (the view
+        // reads the claims afresh: a claim of ours that landed is then one of this node's blocks)
+        if (isOutcomeUnknown(error)) counter.unknownOutcomes = (counter.unknownOutcomes ?? 0) + 1;
+        else if (error instanceof StoreConflictError) counter.conflicts += 1;
+        else throw error;
       }
     }
     throw new StoreConflictError(`node blocks of ${range.cidr.text}`);

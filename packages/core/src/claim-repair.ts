@@ -1,11 +1,11 @@
 import { claimAddress, dropClaim } from "./claims.js";
-import { StoreConflictError, StoreUnavailableError } from "./errors.js";
+import { isOutcomeUnknown, StoreConflictError } from "./errors.js";
 import { parseCidr, parseIp } from "./ip.js";
 import { type AttachmentKey, sameKey } from "./key.js";
 import { Pool } from "./pool.js";
 import type { Reservation } from "./reservation.js";
 import { type RetryOptions, withConflictRetry } from "./retry.js";
-import { type Claim, type ClaimRef, type IpamStore, type PoolRef, poolId, type StoredPool, type Version } from "./store.js";
+import { type Claim, type ClaimRef, type IpamStore, type PoolRef, poolId, type StoredPool, samePoolRef, type Version } from "./store.js";
 
 /**
  * Claims that a call wrote and must leave matching the pool (DESIGN.md, "Claims": no dangling
@@ -48,7 +48,8 @@ export function claimMatches(claim: Claim, ref: PoolRef, reservation: Reservatio
 
 interface Owed {
   ref: ClaimRef;
-  version: Version;
+  /** Undefined: the call's claim write has an unknown outcome; the next judgement reads the claim to find out. */
+  version: Version | undefined;
   claim: Claim;
   /** Judged against the pool read last: delete once fenced (the pool holds the address for nobody). */
   free: boolean;
@@ -67,8 +68,12 @@ export class OwedClaims {
     return this.owed.size;
   }
 
-  /** A claim this call wrote (at `version`) whose pool write conflicted. */
-  add(ref: ClaimRef, claim: Claim, version: Version): void {
+  /**
+   * A claim this call wrote (at `version`) whose pool write conflicted or has an unknown outcome;
+   * or (`version` undefined) a claim write of unknown outcome: the next judgement reads the claim,
+   * and owes it only if it is ours (it names this pool, key and podRef).
+   */
+  add(ref: ClaimRef, claim: Claim, version: Version | undefined): void {
     this.owed.set(ref.address, { ref, version, claim, free: false });
   }
 
@@ -84,6 +89,19 @@ export class OwedClaims {
    */
   async judge(pool: Pool): Promise<void> {
     for (const [id, owed] of this.owed) {
+      if (owed.version === undefined) {
+        const read = await this.store.readClaim(owed.ref, { fresh: true });
+        const ours =
+          read !== undefined &&
+          samePoolRef(read.claim.pool, this.pool) &&
+          sameKey(read.claim.key, owed.claim.key) &&
+          (read.claim.podRef ?? "") === (owed.claim.podRef ?? "");
+        if (!ours) {
+          this.owed.delete(id); // it did not land, or somebody else's since
+          continue;
+        }
+        owed.version = read.version;
+      }
       const holder = holderAt(pool, owed.ref.address);
       owed.free = holder === undefined;
       if (holder === undefined || claimMatches(owed.claim, this.pool, holder)) continue;
@@ -102,7 +120,7 @@ export class OwedClaims {
   async fenced(): Promise<void> {
     const owed = [...this.owed.values()];
     this.owed.clear();
-    for (const o of owed) if (o.free) await dropClaim(this.store, o.ref, o.version);
+    for (const o of owed) if (o.free && o.version !== undefined) await dropSettled(this.store, o.ref, o.version);
   }
 
   /**
@@ -218,37 +236,11 @@ export async function repairClaim(store: IpamStore, ref: ClaimRef, options: Repa
 }
 
 /**
- * What became of a pool write whose outcome is unknown (StoreUnavailableError: a timeout, a reset,
- * a resent write refused as stale), found out from the store: "landed" when the pool holds
- * `reservation`'s key at its offset (ours, or a same-key ADD's: the answer is the same); "lost"
- * when it does not and the write can no longer land — the pool's version moved past `expected`,
- * or was moved past it by an unchanged rewrite here (the fence); undefined when the store cannot
- * tell (it is still unavailable): then the caller keeps its claim, as before.
+ * `dropClaim`, its own unknown outcome found out by the retry helper: the delete sent again at the
+ * same version is refused (the claim is gone, or changed: false) or done.
  */
-export async function settleUnknownWrite(
-  store: IpamStore,
-  ref: PoolRef,
-  reservation: Reservation,
-  expected: Version | undefined,
-): Promise<"landed" | "lost" | undefined> {
-  for (let tries = 0; tries < 3; tries++) {
-    let stored: StoredPool | undefined;
-    try {
-      stored = await store.readPool(ref);
-    } catch {
-      return undefined;
-    }
-    const held = stored?.pool.atOffset(reservation.offset);
-    if (held !== undefined && sameKey(held.key, reservation.key)) return "landed";
-    if (stored?.version !== expected) return "lost";
-    try {
-      await fence(store, ref, stored); // still at the version written at: make sure it never lands
-      return "lost";
-    } catch (error) {
-      if (!(error instanceof StoreConflictError)) return undefined;
-    }
-  }
-  return undefined;
+export function dropSettled(store: IpamStore, ref: ClaimRef, version: Version, retry?: RetryOptions): Promise<boolean> {
+  return withConflictRetry(() => dropClaim(store, ref, version), retry);
 }
 
 /** A pool write that claims one address first. */
@@ -265,31 +257,32 @@ export interface ClaimedWrite {
  * when taken. A claim left by a pool write that lost a race is undone before the call answers or
  * retries: one created from nothing is deleted at once (nobody else relies on its version); one
  * taken over from somebody is owed (`OwedClaims`): it is made to match the pool as re-read, fenced
- * by the next pool write. After a timeout or a reset the write may have landed: the store is
- * asked (settleUnknownWrite) — landed is a success, lost (it can no longer land) is a conflict
- * like any other; where the store cannot tell, the claim stays and the error is the answer.
+ * by the next pool write. A write of unknown outcome (the claim's or the pool's) may have landed:
+ * its claim is owed either way — judged against the pool as the retry helper's next attempt
+ * re-reads it (withConflictRetry), which also finds out whether the pool write landed.
  */
 export async function claimThenWrite(
   store: IpamStore,
   { claimRef, claim, ref, pool, expected }: ClaimedWrite,
-  written: Reservation,
   owed: OwedClaims | undefined,
 ): Promise<Claim | undefined> {
   owed?.forget(claimRef);
-  const outcome = await claimAddress(store, claimRef, claim);
+  let outcome: Awaited<ReturnType<typeof claimAddress>>;
+  try {
+    outcome = await claimAddress(store, claimRef, claim);
+  } catch (error) {
+    // the claim write may have landed: ours if the next read finds it naming this entry
+    if (isOutcomeUnknown(error)) owed?.add(claimRef, claim, undefined);
+    throw error;
+  }
   if (outcome.kind === "taken") return outcome.by;
   try {
     await store.writePool(ref, pool, expected);
   } catch (error) {
-    // an unknown outcome is found out where the store can tell: landed is a success, lost a conflict
-    const unknown = error instanceof StoreUnavailableError ? await settleUnknownWrite(store, ref, written, expected) : undefined;
-    // landed (the pool holds the key there; a same-key ADD's write would look the same, so it is no
-    // fence for what is owed: that is settled with a fence of its own before the call answers)
-    if (unknown === "landed") return undefined;
-    if (error instanceof StoreConflictError || unknown === "lost") {
-      if (outcome.created) await store.deleteClaim(claimRef, outcome.version).catch(() => undefined);
+    if (isOutcomeUnknown(error)) owed?.add(claimRef, claim, outcome.version);
+    else if (error instanceof StoreConflictError) {
+      if (outcome.created) await dropSettled(store, claimRef, outcome.version).catch(() => undefined);
       else owed?.add(claimRef, claim, outcome.version);
-      if (unknown === "lost") throw new StoreConflictError(poolId(ref), { cause: error });
     }
     throw error;
   }

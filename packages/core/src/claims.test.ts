@@ -240,10 +240,10 @@ describe("a pool write whose outcome is unknown", () => {
     return delegatingStore(shared, {
       async writePool(r, pool, expected) {
         if (failed && !down) return shared.writePool(r, pool, expected);
-        if (failed) throw new StoreUnavailableError("still down");
+        if (failed) throw new StoreUnavailableError("still down", { outcomeUnknown: true });
         failed = true;
         if (outcome === "landed") await shared.writePool(r, pool, expected);
-        throw new StoreUnavailableError("timed out");
+        throw new StoreUnavailableError("timed out", { outcomeUnknown: true });
       },
       readPool: (r) => (failed && down ? Promise.reject(new StoreUnavailableError("still down")) : shared.readPool(r)),
     });

@@ -132,9 +132,22 @@ export class StoreConflictError extends IpamError {
 
 /** The store cannot be reached or timed out. Retryable. */
 export class StoreUnavailableError extends IpamError {
-  constructor(message: string, options: IpamErrorOptions = {}) {
-    super("STORE_UNAVAILABLE", message, { ...options, retryable: true });
+  /**
+   * A write that was (or may have been) sent, and whose answer never came: it may have been
+   * applied. Core finds out by reading again (withConflictRetry); set by the stores.
+   */
+  readonly outcomeUnknown: boolean;
+
+  constructor(message: string, options: IpamErrorOptions & { outcomeUnknown?: boolean } = {}) {
+    const { outcomeUnknown, ...rest } = options;
+    super("STORE_UNAVAILABLE", message, { ...rest, retryable: true });
+    this.outcomeUnknown = outcomeUnknown === true;
   }
+}
+
+/** A StoreUnavailableError of a write that may have been applied (any copy of this module). */
+export function isOutcomeUnknown(error: unknown): error is StoreUnavailableError {
+  return error instanceof StoreUnavailableError && (error as { outcomeUnknown?: unknown }).outcomeUnknown === true;
 }
 
 /** The store refused our credentials or permissions. Not retryable: the configuration must change. */

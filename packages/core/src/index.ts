@@ -25,6 +25,7 @@ export {
   InvalidRequestError,
   IpamError,
   isIpamError,
+  isOutcomeUnknown,
   PoolCorruptError,
   RangeExhaustedError,
   StoreAccessDeniedError,
@@ -79,7 +80,7 @@ export type {
 export { auditClaims, compareObserved, judgeReservation, planReconcile, podRefOf } from "./reconcile-plan.js";
 export type { Reservation } from "./reservation.js";
 export { isKept, keepExpired, sameReservation } from "./reservation.js";
-export type { ConflictCounter, RetryOptions } from "./retry.js";
+export type { AttemptContext, ConflictCounter, RetryOptions } from "./retry.js";
 export { withConflictRetry } from "./retry.js";
 export type {
   Claim,

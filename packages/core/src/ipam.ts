@@ -1,11 +1,12 @@
 import { type Allocation, type AllocationPolicy, allocate, type ConditionalReleaseOutcome, release, releaseIf } from "./allocator.js";
-import { type ClaimedWrite, claimThenWrite, OwedClaims, repairClaim } from "./claim-repair.js";
-import { claimRefFor, dropClaim, ownClaimVersions, planClaim } from "./claims.js";
+import { type ClaimedWrite, claimThenWrite, dropSettled, OwedClaims, repairClaim } from "./claim-repair.js";
+import { claimRefFor, ownClaimVersions, planClaim } from "./claims.js";
 import { AddressUnavailableError, InvalidRequestError } from "./errors.js";
 import { cidrContains, formatIp, type Ip, ipAt, parseCidr, parseIp } from "./ip.js";
 import { type AttachmentKey, sameKey } from "./key.js";
 import { Pool } from "./pool.js";
 import type { Range } from "./range.js";
+import { type LaterDrop, landed, type ReleaseDecision, type UnsureRelease } from "./release-unsure.js";
 import type { Reservation } from "./reservation.js";
 import { type ConflictCounter, type RetryOptions, withConflictRetry } from "./retry.js";
 import { type Claim, type ClaimRef, type IpamStore, type PoolRef, poolId, type StoreWrite, type Version } from "./store.js";
@@ -95,15 +96,6 @@ const MAX_PROBES = 1024;
  */
 export const RELEASES_PER_WRITE = 20;
 
-/** What a release takes out of a pool as read: the pool after, what left it, and one outcome per request. */
-interface ReleaseDecision {
-  pool: Pool;
-  released: Reservation[];
-  outcomes: ConditionalReleaseOutcome[];
-  /** Sticky reservations marked kept (still in `pool`, their claims kept). */
-  kept?: number;
-}
-
 /** After a lost race on an entry-level store, choose among this many free addresses. */
 const SPREAD = 128;
 
@@ -135,6 +127,8 @@ export function createIpam(options: IpamOptions): Ipam {
     owed: OwedClaims | undefined,
   ): Promise<Assigned> {
     let tried: bigint | undefined;
+    /** An attempt found the key unplaced: found later, it was placed during this call (a write of unknown outcome that landed). */
+    let unplaced = false;
     return withConflictRetry(async (attempt) => {
       const avoid = new Set<bigint>();
       for (let probe = 0; probe < MAX_PROBES; probe++) {
@@ -156,7 +150,10 @@ export function createIpam(options: IpamOptions): Ipam {
           ...(lostRace ? { spread: { among: SPREAD, random: Math.random } } : {}),
         });
         tried = result.reservation.offset;
-        const assigned: Assigned = { pool: ref, range, address: result.address, reservation: result.reservation, reused: result.reused };
+        // not reused when this call placed it: an all-or-nothing ADD must undo it on a later range's failure
+        const reused = result.reused && !unplaced;
+        if (!result.reused) unplaced = true;
+        const assigned: Assigned = { pool: ref, range, address: result.address, reservation: result.reservation, reused };
         if (result.rebound !== undefined && !(await writeRebound(ref, result, stored?.version, input, owed))) {
           throw new AddressUnavailableError(formatIp(result.address), "kept for this pod, but claimed in an overlapping pool");
         }
@@ -175,7 +172,7 @@ export function createIpam(options: IpamOptions): Ipam {
         const taken = entryWrites
           ? await reserveEntry(ref, result.reservation, result.pool.lastOffset, protect ? { claimRef, claim } : undefined, attempt)
           : store.commit === undefined
-            ? await claimThenWrite(store, { claimRef, claim, ref, pool: result.pool, expected: stored?.version }, result.reservation, owed)
+            ? await claimThenWrite(store, { claimRef, claim, ref, pool: result.pool, expected: stored?.version }, owed)
             : await claimAndWriteAtomically(store.commit.bind(store), {
                 claimRef,
                 claim,
@@ -214,7 +211,7 @@ export function createIpam(options: IpamOptions): Ipam {
     const claimRef = claimRefFor(ref, result.reservation.offset);
     const claim = { pool: ref, key: input.key, ...(input.podRef === undefined ? {} : { podRef: input.podRef }) };
     if (store.commit === undefined) {
-      return (await claimThenWrite(store, { claimRef, claim, ref, pool: result.pool, expected }, result.reservation, owed)) === undefined;
+      return (await claimThenWrite(store, { claimRef, claim, ref, pool: result.pool, expected }, owed)) === undefined;
     }
     return (await claimAndWriteAtomically(store.commit.bind(store), { claimRef, claim, ref, pool: result.pool, expected })) === undefined;
   }
@@ -258,42 +255,45 @@ export function createIpam(options: IpamOptions): Ipam {
    * deleted at that version — in the same commit where the store can, else right after (DESIGN.md).
    */
   async function releaseWhere(ref: PoolRef, decide: (pool: Pool) => ReleaseDecision): Promise<ReleaseDecision> {
-    const done = await withConflictRetry(
-      async (): Promise<ReleaseDecision & { dropLater?: { ref: ClaimRef; key: AttachmentKey; version: Version }[] }> => {
-        const stored = await store.readPool(ref);
-        if (stored === undefined) return decide(Pool.empty(parseCidr(ref.cidr)));
-        const decision = decide(stored.pool);
-        if (decision.released.length === 0) {
-          // sticky: reservations marked kept stay, with their claims
-          if ((decision.kept ?? 0) > 0) await store.writePool(ref, decision.pool, stored.version);
-          return decision;
-        }
-        const releasedClaims = (protect ? decision.released : []).map((r) => ({ ref: claimRefFor(ref, r.offset), key: r.key }));
-        const versions = await ownClaimVersions(store, releasedClaims, ref);
-        const claims = releasedClaims.flatMap((c, i) => {
-          const version = versions[i];
-          return version === undefined ? [] : [{ ref: c.ref, key: c.key, version }];
-        });
-        const deleteClaims: StoreWrite[] = claims.map((c) => ({ kind: "delete-claim", ref: c.ref, expected: c.version }));
-        if (entryWrites && (decision.kept ?? 0) === 0) {
-          const unreserve: StoreWrite[] = decision.released.map((reservation) => ({ kind: "unreserve", ref, reservation }));
-          await (store.commit as NonNullable<IpamStore["commit"]>)([...unreserve, ...deleteClaims]);
-          return decision;
-        }
-        if (deleteClaims.length > 0 && store.commit !== undefined) {
-          await store.commit([{ kind: "pool", ref, pool: decision.pool, expected: stored.version }, ...deleteClaims]);
-          return decision;
-        }
-        await store.writePool(ref, decision.pool, stored.version);
-        return claims.length > 0 ? { ...decision, dropLater: claims } : decision;
-      },
-      retry,
-    );
+    /** The claims of a pool write of unknown outcome (separate writes): still to drop if it landed. */
+    let unsure: UnsureRelease | undefined;
+    const done = await withConflictRetry(async (_attempt, { afterUnknown }): Promise<ReleaseDecision & { dropLater?: LaterDrop[] }> => {
+      if (!afterUnknown) unsure = undefined;
+      const stored = await store.readPool(ref);
+      if (stored === undefined) return landed(decide(Pool.empty(parseCidr(ref.cidr))), unsure, undefined);
+      const decision = decide(stored.pool);
+      if (decision.released.length === 0) {
+        // the write of unknown outcome landed (what it released is gone): its claims are dropped now
+        if (unsure !== undefined) return landed(decision, unsure, stored.pool);
+        // sticky: reservations marked kept stay, with their claims
+        if ((decision.kept ?? 0) > 0) await store.writePool(ref, decision.pool, stored.version);
+        return decision;
+      }
+      const releasedClaims = (protect ? decision.released : []).map((r) => ({ ref: claimRefFor(ref, r.offset), key: r.key }));
+      const versions = await ownClaimVersions(store, releasedClaims, ref);
+      const claims = releasedClaims.flatMap((c, i) => {
+        const version = versions[i];
+        return version === undefined ? [] : [{ ref: c.ref, key: c.key, version }];
+      });
+      const deleteClaims: StoreWrite[] = claims.map((c) => ({ kind: "delete-claim", ref: c.ref, expected: c.version }));
+      if (entryWrites && (decision.kept ?? 0) === 0) {
+        const unreserve: StoreWrite[] = decision.released.map((reservation) => ({ kind: "unreserve", ref, reservation }));
+        await (store.commit as NonNullable<IpamStore["commit"]>)([...unreserve, ...deleteClaims]);
+        return decision;
+      }
+      if (deleteClaims.length > 0 && store.commit !== undefined) {
+        await store.commit([{ kind: "pool", ref, pool: decision.pool, expected: stored.version }, ...deleteClaims]);
+        return decision;
+      }
+      unsure = { released: decision.released, claims };
+      await store.writePool(ref, decision.pool, stored.version);
+      return claims.length > 0 ? { ...decision, dropLater: claims } : decision;
+    }, retry);
     for (const claim of done.dropLater ?? []) {
       // changed since read: somebody took the address over (theirs, left alone), or rewrote the
       // claim to name this very entry after that read (a lost race's repair): that one is made to
       // match the pool as it is now
-      if (await dropClaim(store, claim.ref, claim.version)) continue;
+      if (await dropSettled(store, claim.ref, claim.version, retry)) continue;
       await repairClaim(store, claim.ref, { retry, naming: { pool: ref, key: claim.key } }).catch(() => undefined);
     }
     return done;

@@ -65,4 +65,45 @@ describe("withConflictRetry", () => {
     ).rejects.toBeInstanceOf(StoreConflictError);
     expect(calls).toBe(4);
   });
+
+  it("runs the attempt again after a write of unknown outcome, telling it so, and counts it apart from conflicts", async () => {
+    const time = fakeTime();
+    const counter = { conflicts: 0 };
+    const told: boolean[] = [];
+    const out = await withConflictRetry(
+      async (n, { afterUnknown }) => {
+        told.push(afterUnknown);
+        if (n === 1) throw new StoreUnavailableError("reset after sending", { outcomeUnknown: true });
+        if (n === 2) throw new StoreConflictError("pool");
+        return "found out";
+      },
+      { ...time, counter },
+    );
+    expect(out).toBe("found out");
+    expect(told).toEqual([false, true, false]);
+    expect(counter).toEqual({ conflicts: 1, unknownOutcomes: 1 });
+  });
+  it("answers the unknown outcome itself (not a conflict) once unknownOutcomes are spent; a plain unavailable store at once", async () => {
+    const time = fakeTime();
+    let calls = 0;
+    const unknown = new StoreUnavailableError("reset", { outcomeUnknown: true });
+    const error = await withConflictRetry(
+      async () => {
+        calls += 1;
+        throw unknown;
+      },
+      { ...time, unknownOutcomes: 3 },
+    ).catch((e: unknown) => e);
+    expect(error).toBe(unknown);
+    expect(calls).toBe(4);
+    calls = 0;
+    const down = new StoreUnavailableError("connection refused");
+    await expect(
+      withConflictRetry(async () => {
+        calls += 1;
+        throw down;
+      }, time),
+    ).rejects.toBe(down);
+    expect(calls).toBe(1);
+  });
 });
