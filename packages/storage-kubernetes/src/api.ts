@@ -56,9 +56,9 @@ const isReset = (error: unknown): boolean => {
  * same way. Safe for every request the store makes: GETs are idempotent, and a write the server
  * did apply fails its precondition when sent again (409, or 404 for a delete). That refusal cannot
  * tell whether an earlier attempt was applied, so for a write (`write`: what it was) it is
- * reported as StoreUnavailableError — outcome unknown, retryable — never as a conflict, which
- * would tell the caller that nothing was written (core then undoes a claim it created for that
- * write).
+ * reported as StoreUnavailableError with `outcomeUnknown` — never as a conflict, which would tell
+ * the caller that nothing was written (core then undoes a claim it created for that write). Core's
+ * retry helper finds out which it was by reading again; the runtime never sees it.
  */
 export async function retryOnReset<T>(request: () => Promise<T>, options: { write?: string } = {}): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -70,26 +70,43 @@ export async function retryOnReset<T>(request: () => Promise<T>, options: { writ
       if (attempt === 1 || options.write === undefined || (status !== 409 && status !== 404)) throw error;
       throw new StoreUnavailableError(
         `${options.write}: the connection was reset and the request sent again was refused as stale (HTTP ${status}); whether the first was applied is unknown`,
-        { component: STORE_NAME, cause: error },
+        { component: STORE_NAME, cause: error, outcomeUnknown: true },
       );
     }
   }
 }
 
 /**
+ * How long a kept-alive connection may sit idle before this side closes it. kube-apiserver closes
+ * connections idle for 90 s (its http.Server IdleTimeout), load balancers in front of it often
+ * after 60 s; a request sent on a connection the server is closing at that moment is reset — and
+ * a reset write has an unknown outcome. Retiring idle connections at 30 s, well before either,
+ * leaves the server no idle connection to close.
+ */
+export const KEEP_ALIVE_IDLE_MS = 30_000;
+
+/**
  * How the store's clients send requests (client-node's per-call options): over Node's own HTTP
  * (NodeHttpLibrary, with each request's deadline) and one keep-alive connection pool — client-node
  * builds a new agent for every request (a new TCP connection, and a TLS handshake on https); the
  * first agent's options (CA, client certificate, skip-verify) are copied once into a keep-alive
- * agent of the same kind. `close` closes the kept-alive connections.
+ * agent of the same kind, which closes a connection idle for `idleMs` (KEEP_ALIVE_IDLE_MS). `close`
+ * closes the kept-alive connections.
  */
-export function apiTransport(requestTimeoutMs: number): ConfigurationOptions & { close(): void } {
+export function apiTransport(requestTimeoutMs: number, options: { idleMs?: number } = {}): ConfigurationOptions & { close(): void } {
   let shared: http.Agent | undefined;
+  const idleMs = options.idleMs ?? KEEP_ALIVE_IDLE_MS;
   const connections: ObservableMiddleware = {
     pre(context: RequestContext) {
       const agent = context.getAgent();
       if (agent !== undefined && (agent.constructor === http.Agent || agent.constructor === https.Agent)) {
-        shared ??= new (agent.constructor as typeof http.Agent)({ ...(agent as unknown as { options: object }).options, keepAlive: true });
+        // `timeout`: a kept-alive connection idle that long is closed by us (the agent destroys a
+        // free socket on its timeout), before the server's idle timeout can close it under a request
+        shared ??= new (agent.constructor as typeof http.Agent)({
+          ...(agent as unknown as { options: object }).options,
+          keepAlive: true,
+          timeout: idleMs,
+        });
         context.setAgent(shared);
       }
       return resolved(context);
@@ -115,7 +132,7 @@ export function createObjectApi(options: ObjectApiOptions): ObjectApi {
     try {
       return await retryOnReset(request, kind === "write" ? { write: `${operation} ${object}` } : {});
     } catch (error) {
-      throw mapKubeError(error, operation, object);
+      throw mapKubeError(error, operation, object, { write: kind === "write" });
     }
   };
   return {
