@@ -1,0 +1,273 @@
+import * as z from "zod/mini";
+import { AGENT_TIMEOUT_DEFAULT_SECONDS } from "./agent-settings.js";
+import { DEFAULT_FLAT_FILE_PATHS } from "./config-paths.js";
+import type { dnsSchema, IpamInput, kubernetesSchema, NetConfInput, rangeEntrySchema, routeSchema } from "./config-schema.js";
+import { netConfSchema } from "./config-schema.js";
+import type { IpamConfig } from "./types.js";
+
+// The documentation of every config key, beside the schema (config-schema.ts) it documents. Not
+// part of the plugin: scripts/gen-config-docs.ts renders it into docs/configuration.md, taking each
+// key's type from the schema and each "error when wrong" from running the real loader on `bad`.
+// The mapped types below make a key added to the schema without its entry here fail typecheck.
+
+/** Loads `{ cniVersion, name, ipam: { type, range: "10.0.0.0/24", ...ipam } }` with the real loader. */
+export type LoadWith = (ipam: Record<string, unknown>) => IpamConfig;
+
+export interface KeyDoc {
+  /** What the key does, one or two sentences (Markdown). */
+  description: string;
+  /** The default: Markdown, or read off the real loader's result for a config without the key. */
+  default?: string | ((load: LoadWith) => unknown);
+  /** The Whereabouts key or behaviour it corresponds to (Markdown); "—" when none. */
+  whereabouts: string;
+  /** A wrong value; the generator records the loader's error for it (and fails when there is none). */
+  bad: unknown;
+  /** Other `ipam` keys set beside `bad`, when the error needs them. */
+  with?: Record<string, unknown>;
+}
+
+type Docs<T> = { [K in keyof Required<T>]: KeyDoc };
+type Of<S extends { _zod: { output: unknown } }> = S["_zod"]["output"];
+
+const same = "same key, same meaning";
+const dropped = "accepted and dropped";
+
+export const IPAM_KEY_DOCS: Docs<IpamInput> = {
+  type: { description: "The IPAM plugin's name.", default: "required", whereabouts: '`"whereabouts"` (accepted too)', bad: "host-local" },
+  range: {
+    description: "A CIDR, or `first-last/prefix`; the first range of the result.",
+    default: "one of `range`, `ipRanges` required",
+    whereabouts: same,
+    bad: "10.0.0.0/33",
+  },
+  range_start: {
+    description: "First address handed out from `range`.",
+    default: "the first usable address",
+    whereabouts: "same; an out-of-range value is an error here, ignored there",
+    bad: "10.0.1.5",
+  },
+  range_end: {
+    description: "Last address handed out from `range` (inclusive).",
+    default: "the last usable address",
+    whereabouts: "same; an out-of-range value is an error here, ignored there",
+    bad: "10.0.9.0",
+  },
+  exclude: { description: "CIDRs or addresses of `range` never handed out.", default: "`[]`", whereabouts: same, bad: ["10.0.0.0/99"] },
+  ipRanges: {
+    description: "More ranges, one address each (dual stack, multi-IP); an ADD takes all or none. Keys: below.",
+    default: "`[]`",
+    whereabouts: same,
+    bad: "10.0.1.0/24",
+  },
+  gateway: {
+    description: "Gateway of every range of its family that sets none.",
+    default: "none",
+    whereabouts: "same; Whereabouts attaches it to both families",
+    bad: "fd00::1",
+  },
+  routes: { description: "Routes copied into the result. Keys: below.", default: "`[]`", whereabouts: same, bad: { dst: "0.0.0.0/0" } },
+  dns: { description: "DNS settings copied into the result. Keys: below.", default: "none", whereabouts: same, bad: ["10.0.0.53"] },
+  addresses: {
+    description: "Static addresses: not supported; request addresses with `runtimeConfig.ips` or `args.cni.ips`.",
+    whereabouts: "static addresses appended to the result",
+    bad: [{ address: "10.0.0.5/24" }],
+  },
+  enable_overlapping_ranges: {
+    description: "One owner per address across pools whose ranges overlap (claims). Only the inline value counts.",
+    default: (load) => load({}).overlappingRanges,
+    whereabouts: "same (OverlappingRangeIPReservation)",
+    bad: "yes",
+  },
+  network_name: {
+    description: "Separates pools of the same CIDR; prefixes pool and claim names.",
+    default: (load) => load({}).networkName,
+    whereabouts: "same, but not validated there",
+    bad: "Blue",
+  },
+  node_slice_size: {
+    description: "Whereabouts node slices: refused; use `node_block_size`.",
+    whereabouts: "Fast IPAM (needs its node-slice controller)",
+    bad: "/22",
+  },
+  leader_lease_duration: {
+    description: "Accepted, unused (a warning): no Lease is taken.",
+    whereabouts: "Lease duration, 1500 ms",
+    bad: -1,
+  },
+  leader_renew_deadline: { description: "Accepted, unused (a warning).", whereabouts: "renew deadline, 1000 ms", bad: -1 },
+  leader_retry_period: { description: "Accepted, unused (a warning).", whereabouts: "retry period, 500 ms", bad: -1 },
+  sleep_for_race: { description: "Only 0 is accepted.", default: "0", whereabouts: "race-reproduction pause, s", bad: 5 },
+  reconciler_cron_expression: {
+    description: "Accepted, unused by the plugin (a warning); the reconciler takes `--schedule`.",
+    whereabouts: "reconciler schedule when /cron-schedule/config is absent",
+    bad: 5,
+  },
+  log_file: { description: "Accepted, unused (a warning): the plugin logs to stderr.", whereabouts: "log file", bad: 5 },
+  log_level: { description: "Accepted, unused (a warning).", whereabouts: "log level, `debug`", bad: 5 },
+  kubernetes: { description: "The Kubernetes store's settings. Keys: below.", default: "none", whereabouts: same, bad: "kubeconfig" },
+  configuration_path: {
+    description: "Flat file, or its directory (`whereabouts.conf` in it), searched first.",
+    default: `then ${DEFAULT_FLAT_FILE_PATHS.map((p) => `\`${p}\``).join(", ")}`,
+    whereabouts: "same; a missing flat file is no error here",
+    bad: 5,
+  },
+  datastore: {
+    description: "Store: `file`, `etcd` or `kubernetes`.",
+    default: "`kubernetes` with a kubeconfig, else `etcd` with `etcd_host`, else `file`",
+    whereabouts: "accepted and dropped (Kubernetes only)",
+    bad: "consul",
+  },
+  data_dir: {
+    description: "The file store's directory (absolute).",
+    default: (load) => load({}).dataDir,
+    whereabouts: "—",
+    bad: "var/lib/ipamkit",
+  },
+  etcd_host: {
+    description: "etcd client URLs, comma-separated.",
+    default: "required with `datastore: etcd`",
+    whereabouts: `${dropped} since v0.6`,
+    bad: "",
+    with: { datastore: "etcd" },
+  },
+  etcd_username: { description: "etcd user.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
+  etcd_password: { description: "etcd password; never printed.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
+  etcd_key_file: { description: "etcd TLS client key file.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
+  etcd_cert_file: { description: "etcd TLS client certificate file.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
+  etcd_ca_cert_file: { description: "etcd TLS CA file.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
+  allocation_policy: {
+    description: "`lowest-free` or `round-robin`.",
+    default: (load) => load({}).policy,
+    whereabouts: "— (always lowest free)",
+    bad: "random",
+  },
+  node_block_size: {
+    description: "Per-node blocks of this many addresses (a power of two ≥ 4), claimed on demand; no controller.",
+    default: "off",
+    whereabouts: "`node_slice_size` (different mechanism)",
+    bad: 3,
+  },
+  node_name: {
+    description: "Owner of this node's blocks.",
+    default: "the host name (the agent's `--node-name`)",
+    whereabouts: "`NODENAME` / the `nodename` file",
+    bad: "node 1",
+  },
+  agent_socket: {
+    description: "The node-local agent's Unix socket; the binary forwards calls there.",
+    default: "none (direct mode)",
+    whereabouts: "—",
+    bad: "run/ipamkit.sock",
+  },
+  agent_required: {
+    description: "Fail the call when the agent cannot answer, instead of running it in-process.",
+    default: (load) => load({}).agent.required,
+    whereabouts: "—",
+    bad: true,
+  },
+  agent_timeout: {
+    description: "Bound of a call through the agent, seconds.",
+    default: () => AGENT_TIMEOUT_DEFAULT_SECONDS,
+    whereabouts: "—",
+    bad: 60,
+  },
+  agent_uid: {
+    description: "Besides root, the uid the agent may run as (checked on the socket's peer).",
+    default: "root only",
+    whereabouts: "—",
+    bad: -1,
+  },
+  sticky: {
+    description: "A pod reborn under the same namespace/name gets its address back.",
+    default: "`false`",
+    whereabouts: "— (PR #742, open)",
+    bad: true,
+    with: { node_block_size: 16 },
+  },
+  sticky_ttl: {
+    description: "Seconds a sticky address is kept after its pod's release.",
+    default: (load) => load({ sticky: true }).sticky?.keepSeconds,
+    whereabouts: "—",
+    bad: 0,
+  },
+  whereabouts_lease: {
+    description: "Hold Whereabouts' `whereabouts` Lease around each ADD's writes, for a Whereabouts running beside ipamkit.",
+    default: "`false`",
+    whereabouts: "its per-operation leader election",
+    bad: true,
+  },
+};
+
+export const RANGE_ENTRY_DOCS: Docs<Of<typeof rangeEntrySchema>> = {
+  range: { description: "A CIDR, or `first-last/prefix`.", default: "required", whereabouts: same, bad: "10.0.1.0" },
+  range_start: { description: "First address handed out.", default: "the first usable address", whereabouts: same, bad: "10.0.9.1" },
+  range_end: { description: "Last address handed out.", default: "the last usable address", whereabouts: same, bad: "10.0.1.300" },
+  exclude: { description: "CIDRs or addresses never handed out.", default: "`[]`", whereabouts: same, bad: ["x"] },
+  gateway: {
+    description: "This range's gateway (wins over `ipam.gateway`).",
+    default: "`ipam.gateway`",
+    whereabouts: "— (one top-level gateway)",
+    bad: "10.0.9.1",
+  },
+};
+
+export const ROUTE_DOCS: Docs<Of<typeof routeSchema>> = {
+  dst: { description: "Destination CIDR.", default: "required", whereabouts: same, bad: "default" },
+  gw: { description: "Next hop.", default: "none", whereabouts: same, bad: "x" },
+  mtu: { description: "Route MTU (CNI 1.1).", default: "none", whereabouts: "—", bad: -1 },
+  advmss: { description: "Advertised MSS (CNI 1.1).", default: "none", whereabouts: "—", bad: 1.5 },
+  priority: { description: "Route priority (CNI 1.1).", default: "none", whereabouts: "—", bad: "high" },
+  table: { description: "Routing table (CNI 1.1).", default: "none", whereabouts: "—", bad: -1 },
+  scope: { description: "Route scope (CNI 1.1).", default: "none", whereabouts: "—", bad: -1 },
+};
+
+export const DNS_DOCS: Docs<Of<typeof dnsSchema>> = {
+  nameservers: { description: "Name server addresses.", default: "none", whereabouts: same, bad: ["dns.example"] },
+  domain: { description: "Local domain.", default: "none", whereabouts: same, bad: 5 },
+  search: { description: "Search domains.", default: "none", whereabouts: same, bad: "example.com" },
+  options: { description: "Resolver options.", default: "none", whereabouts: same, bad: "ndots:2" },
+};
+
+export const KUBERNETES_DOCS: Docs<Of<typeof kubernetesSchema>> = {
+  kubeconfig: {
+    description: "Kubeconfig of the Kubernetes store; its context's namespace holds the pools. Re-read on every call.",
+    default: "required with `datastore: kubernetes`",
+    whereabouts: same,
+    bad: "",
+    with: { datastore: "kubernetes" },
+  },
+  k8s_api_root: { description: "Accepted, unused (a warning).", whereabouts: "accepted, never used", bad: 5 },
+};
+
+/** Network-config keys outside `ipam` that the plugin reads (the rest belong to the main plugin). */
+export const NETCONF_KEY_DOCS: Omit<Docs<NetConfInput>, "ipam"> = {
+  cniVersion: { description: "CNI version of the config: 0.3.0 to 1.1.0.", default: "required", whereabouts: same, bad: "0.2.0" },
+  name: { description: "Network name (libcni's name rule).", default: "required", whereabouts: same, bad: "my net" },
+  type: { description: "The main plugin (not read).", whereabouts: same, bad: 5 },
+  runtimeConfig: {
+    description: "`ips`: addresses the runtime asks for.",
+    default: "none",
+    whereabouts: same,
+    bad: { ips: ["10.0.0.5/40"] },
+  },
+  args: { description: "`cni.ips`: addresses asked for in the config.", default: "none", whereabouts: same, bad: { cni: { ips: ["x"] } } },
+  prevResult: { description: "The result CHECK verifies.", default: "none", whereabouts: same, bad: undefined },
+  "cni.dev/valid-attachments": {
+    description: "GC: the attachments still alive; every other reservation of the network is released.",
+    default: "required for GC",
+    whereabouts: "— (no GC)",
+    bad: [{ containerID: "", ifname: "eth0" }],
+  },
+  cniVersions: { description: "Versions of a conflist (not read).", whereabouts: "—", bad: "1.1.0" },
+  disableGC: { description: "Conflist switch (not read by the plugin).", whereabouts: "—", bad: "yes" },
+  disableCheck: { description: "Conflist switch (not read by the plugin).", whereabouts: "—", bad: "yes" },
+};
+
+/** A schema's properties as JSON Schema (zod 4's z.toJSONSchema): the documented types. */
+export function schemaProperties(schema: z.core.$ZodType): Record<string, Record<string, unknown>> {
+  const json = z.toJSONSchema(schema, { unrepresentable: "any", io: "input" }) as { properties?: Record<string, Record<string, unknown>> };
+  return json.properties ?? {};
+}
+
+/** The network config's own keys, `ipam` aside (it has its own tables). */
+export const netConfWithoutIpam = z.omit(netConfSchema, { ipam: true });

@@ -1,0 +1,201 @@
+// Writes docs/configuration.md: every key of the CNI plugin's config and every option of the agent,
+// the reconciler and the CLI. Types come from the zod schemas (z.toJSONSchema), descriptions from the
+// tables beside them (packages/cni/src/config-keys.ts, scripts/gen-config-docs.flags.ts), and each
+// "error when wrong" from running the real validator: the plugin's config loader, the reconciler's
+// and the CLI's option checks in-process, the built agent and reconciler for the checks made at
+// start-up (gen-config-docs.programs.ts). Run: pnpm docs:config. Checked by
+// packages/cni/src/configuration-doc.test.ts.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ConfigError, loadIpamConfig } from "../packages/cni/src/config.js";
+import {
+  DNS_DOCS,
+  IPAM_KEY_DOCS,
+  type KeyDoc,
+  KUBERNETES_DOCS,
+  type LoadWith,
+  NETCONF_KEY_DOCS,
+  netConfWithoutIpam,
+  RANGE_ENTRY_DOCS,
+  ROUTE_DOCS,
+  schemaProperties,
+} from "../packages/cni/src/config-keys.js";
+import { dnsSchema, inlineIpamSchema, kubernetesSchema, rangeEntrySchema, routeSchema } from "../packages/cni/src/config-schema.js";
+import { cliSection, code, flagTable, header, ROOT, row } from "./gen-config-docs.programs.js";
+
+export const DOC_PATH = join(ROOT, "docs", "configuration.md");
+export const REGENERATE = "pnpm docs:config";
+
+// ---- types, from the schemas -------------------------------------------------------------------
+
+type JsonSchema = {
+  type?: string;
+  enum?: unknown[];
+  pattern?: string;
+  items?: JsonSchema;
+  properties?: Record<string, JsonSchema>;
+} & Record<string, unknown>;
+
+function typeOf(s: JsonSchema | undefined): string {
+  if (s === undefined || (s.type === undefined && s.enum === undefined)) return "any";
+  if (s.enum !== undefined) return s.enum.map((v) => JSON.stringify(v)).join(" | ");
+  if (s.type === "array") return `array of ${typeOf(s.items)}`;
+  if (s.type === "integer" || s.type === "number") {
+    const bounds: string[] = [];
+    if (typeof s.minimum === "number") bounds.push(`≥ ${s.minimum}`);
+    if (typeof s.exclusiveMinimum === "number") bounds.push(`> ${s.exclusiveMinimum}`);
+    if (typeof s.maximum === "number" && s.maximum !== Number.MAX_SAFE_INTEGER) bounds.push(`≤ ${s.maximum}`);
+    return [s.type, ...bounds].join(" ");
+  }
+  if (s.type === "string" && s.pattern !== undefined) return `string matching /${s.pattern}/`;
+  return s.type ?? "any";
+}
+
+type Schema = Parameters<typeof schemaProperties>[0];
+const propertiesOf = (schema: Schema) => schemaProperties(schema) as Record<string, JsonSchema>;
+
+// ---- the plugin's keys, errors from the real loader ------------------------------------------------
+
+const NO_FILES = {
+  exists: () => false,
+  readText: (path: string) => {
+    throw new Error(`no file ${path}`);
+  },
+};
+
+function load(conf: Record<string, unknown>) {
+  return loadIpamConfig(JSON.stringify(conf), { fs: NO_FILES, command: "ADD" });
+}
+const base = (ipam: Record<string, unknown>) => ({
+  cniVersion: "1.1.0",
+  name: "net",
+  ipam: { type: "ipamkit", range: "10.0.0.0/24", ...ipam },
+});
+const loadWith: LoadWith = (ipam) => load(base(ipam));
+
+function errorOf(where: string, conf: Record<string, unknown>, bad: unknown): string {
+  try {
+    load(conf);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    return `${code(JSON.stringify(bad))} → code ${error.cniCode}: ${code(error.message.replace(/^\[ipamkit\] \[cni\] /, ""))}`;
+  }
+  throw new Error(`${where}: the loader accepts the documented bad value ${JSON.stringify(bad)}; pick one it refuses`);
+}
+
+function defaultOf(doc: KeyDoc): string {
+  if (doc.default === undefined) return "—";
+  if (typeof doc.default === "string") return doc.default;
+  const value = doc.default(loadWith);
+  return code(typeof value === "string" && value !== "" ? value : JSON.stringify(value));
+}
+
+type Place = (key: string, doc: KeyDoc) => Record<string, unknown>;
+
+function keyTable(prefix: string, docs: Record<string, KeyDoc>, schema: Schema, place: Place): string[] {
+  const props = propertiesOf(schema);
+  const schemaKeys = Object.keys(props).sort();
+  const docKeys = Object.keys(docs).sort();
+  if (JSON.stringify(schemaKeys) !== JSON.stringify(docKeys.filter((k) => props[k] !== undefined)) || docKeys.some((k) => !props[k])) {
+    throw new Error(`${prefix}: the schema's keys (${schemaKeys.join(", ")}) and the documented ones (${docKeys.join(", ")}) differ`);
+  }
+  const lines = header(["key", "type", "default", "Whereabouts", "what it does", "error when wrong"]);
+  for (const [key, doc] of Object.entries(docs)) {
+    const error = doc.bad === undefined ? "— (any value)" : errorOf(`${prefix}${key}`, place(key, doc), doc.bad);
+    lines.push(row([code(`${prefix}${key}`), code(typeOf(props[key])), defaultOf(doc), doc.whereabouts, doc.description, error]));
+  }
+  return lines;
+}
+
+function pluginSection(): string[] {
+  const nested = (key: string, inner: (k: string, d: KeyDoc) => unknown) => (k: string, d: KeyDoc) =>
+    base({ ...d.with, [key]: inner(k, d) });
+  return [
+    "## CNI plugin: the `ipam` block",
+    "",
+    "The inline `ipam` block of the network config, merged with the Whereabouts flat file (`whereabouts.conf`) when one is found: a key the inline block sets wins; the flat file fills the others, recursing into `kubernetes` and `dns` (`enable_overlapping_ranges` is never taken from it). Unknown keys are refused (code 7). Keys accepted but without effect for this config print a warning line on stderr. Codes: 1 version, 2 unsupported value, 6 undecodable, 7 invalid (see [troubleshooting](troubleshooting.md)).",
+    "",
+    ...keyTable("ipam.", IPAM_KEY_DOCS, inlineIpamSchema, (key, doc) => base({ ...doc.with, [key]: doc.bad })),
+    "",
+    "### `ipam.ipRanges[]` entries",
+    "",
+    ...keyTable(
+      "ipam.ipRanges[].",
+      RANGE_ENTRY_DOCS,
+      rangeEntrySchema,
+      nested("ipRanges", (k, d) => [{ range: "10.0.1.0/24", [k]: d.bad }]),
+    ),
+    "",
+    "### `ipam.routes[]` entries",
+    "",
+    ...keyTable(
+      "ipam.routes[].",
+      ROUTE_DOCS,
+      routeSchema,
+      nested("routes", (k, d) => [{ dst: "0.0.0.0/0", [k]: d.bad }]),
+    ),
+    "",
+    "### `ipam.dns`",
+    "",
+    ...keyTable(
+      "ipam.dns.",
+      DNS_DOCS,
+      dnsSchema,
+      nested("dns", (k, d) => ({ [k]: d.bad })),
+    ),
+    "",
+    "### `ipam.kubernetes`",
+    "",
+    ...keyTable(
+      "ipam.kubernetes.",
+      KUBERNETES_DOCS,
+      kubernetesSchema,
+      nested("kubernetes", (k, d) => ({ [k]: d.bad })),
+    ),
+    "",
+    "## CNI plugin: network config keys outside `ipam`",
+    "",
+    "Other top-level keys belong to the main plugin and are passed over.",
+    "",
+    ...keyTable("", NETCONF_KEY_DOCS, netConfWithoutIpam, (key, doc) => ({ ...base({}), [key]: doc.bad })),
+  ];
+}
+
+export async function renderConfigurationDoc(): Promise<string> {
+  const emptyDir = mkdtempSync(join(tmpdir(), "ipamkit-doc-"));
+  try {
+    return [
+      "# Configuration reference",
+      "",
+      `<!-- Generated by scripts/gen-config-docs.ts from the config schemas and the programs; do not edit. Regenerate: ${REGENERATE} -->`,
+      "",
+      "Every key of the CNI plugin's config and every option of the node-local agent, the reconciler and the `ipamkit` CLI: type (from the schema), default, the Whereabouts equivalent, and the error each refuses a wrong value with — recorded by running the real validator on the value shown.",
+      "",
+      ...pluginSection(),
+      "",
+      "## Node-local agent: `ipamkit-agent`",
+      "",
+      "`examples/cni-plugin/dist/ipamkit-agent`, run by the agent DaemonSet. A refused option exits 2 with the line shown and the usage.",
+      "",
+      ...(await flagTable("agent", emptyDir)),
+      "",
+      "## Reconciler: `examples/cron-reconciler`",
+      "",
+      "`node dist/main.js [options]`: one pass (`--once`), a cron schedule (default), or a pod-deletion controller (`--watch`); durations are `300ms`, `90s`, `5m`, `1h` or seconds. A refused option exits 2 with the line shown and the usage.",
+      "",
+      ...(await flagTable("reconciler", emptyDir)),
+      "",
+      ...(await cliSection(emptyDir)),
+      "",
+    ].join("\n");
+  } finally {
+    rmSync(emptyDir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  writeFileSync(DOC_PATH, await renderConfigurationDoc());
+  console.log(`wrote ${DOC_PATH}`);
+}
