@@ -62,10 +62,15 @@ export function describeEtcdError(error: unknown): string {
 /**
  * The one place etcd client errors become ipamkit errors. Credentials problems are not retryable;
  * everything else (unreachable, deadline exceeded, leader changes…) is StoreUnavailableError,
- * retryable (CNI code 11). Messages name the operation, the endpoints and the gRPC status, never
- * credentials.
+ * retryable (CNI code 11); of a write (`write`), with `outcomeUnknown`: core reads again to find
+ * out. Messages name the operation, the endpoints and the gRPC status, never credentials.
  */
-export function mapEtcdError(error: unknown, operation: string, endpoints: readonly string[]): IpamError {
+export function mapEtcdError(
+  error: unknown,
+  operation: string,
+  endpoints: readonly string[],
+  options: { write?: boolean } = {},
+): IpamError {
   if (error instanceof IpamError) return error;
   const where = `${operation} on ${endpoints.join(",")}`;
   const detail = describeEtcdError(error);
@@ -79,5 +84,10 @@ export function mapEtcdError(error: unknown, operation: string, endpoints: reado
   ) {
     return new StoreAccessDeniedError(`etcd refused ${where}: ${detail}`, { component: STORE_NAME, cause: error });
   }
-  return new StoreUnavailableError(`etcd unavailable for ${where}: ${detail}`, { component: STORE_NAME, cause: error });
+  // a write that failed so may have been applied (the connection dropped after etcd got it)
+  return new StoreUnavailableError(`etcd unavailable for ${where}: ${detail}`, {
+    component: STORE_NAME,
+    cause: error,
+    outcomeUnknown: options.write === true,
+  });
 }

@@ -106,8 +106,12 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
   /** Pools read by this instance, refreshed with only the keys changed since (see refresh). */
   const cache = new Map<string, CachedPool>();
 
-  /** Runs one etcd call under the request deadline, mapping every failure in one place. */
-  async function call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs one etcd call under the request deadline, mapping every failure in one place. A write
+   * (`write`) that fails unavailable — UNAVAILABLE after a dropped connection, a deadline — may
+   * have been applied: its error says so (`outcomeUnknown`), and core reads again to find out.
+   */
+  async function call<T>(operation: string, fn: () => Promise<T>, write = false): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -115,6 +119,7 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
           reject(
             new StoreUnavailableError(`etcd ${operation} timed out after ${requestTimeoutMs} ms on ${endpoints.join(",")}`, {
               component: STORE_NAME,
+              outcomeUnknown: write,
             }),
           ),
         requestTimeoutMs + 250,
@@ -123,7 +128,7 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     try {
       return await Promise.race([fn(), deadline]);
     } catch (error) {
-      throw mapEtcdError(error, operation, endpoints);
+      throw mapEtcdError(error, operation, endpoints, { write });
     } finally {
       clearTimeout(timer);
     }
@@ -382,7 +387,7 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     if (first === undefined) return [];
     const txn = client.if(first.key, first.column, "==", first.value);
     for (const c of rest) txn.and(c.key, c.column, "==", c.value);
-    const result = await call(operation, () => txn.then(...ops).commit());
+    const result = await call(operation, () => txn.then(...ops).commit(), true);
     if (!result.succeeded) {
       const object = steps.map((w) => (w.kind.endsWith("claim") ? claimId(w.ref as ClaimRef) : poolId(w.ref as PoolRef))).join(" + ");
       throw new StoreConflictError(object, { component: STORE_NAME });
