@@ -91,11 +91,7 @@ export class OwedClaims {
     for (const [id, owed] of this.owed) {
       if (owed.version === undefined) {
         const read = await this.store.readClaim(owed.ref, { fresh: true });
-        const ours =
-          read !== undefined &&
-          samePoolRef(read.claim.pool, this.pool) &&
-          sameKey(read.claim.key, owed.claim.key) &&
-          (read.claim.podRef ?? "") === (owed.claim.podRef ?? "");
+        const ours = read !== undefined && samePoolRef(read.claim.pool, this.pool) && sameClaim(read.claim, owed.claim);
         if (!ours) {
           this.owed.delete(id); // it did not land, or somebody else's since
           continue;
@@ -110,6 +106,11 @@ export class OwedClaims {
         owed.version = await this.store.writeClaim(owed.ref, claim, owed.version);
         owed.claim = claim;
       } catch (error) {
+        if (isOutcomeUnknown(error)) {
+          // the rewrite may have landed: the next judgement reads the claim (ours if it is this content)
+          owed.version = undefined;
+          owed.claim = claim;
+        }
         if (!(error instanceof StoreConflictError)) throw error;
         this.owed.delete(id); // somebody else's now
       }
@@ -177,6 +178,11 @@ export interface RepairClaimOptions {
   retry?: RetryOptions;
 }
 
+/** Same content: pool, key and podRef. */
+function sameClaim(a: Claim, b: Claim): boolean {
+  return samePoolRef(a.pool, b.pool) && sameKey(a.key, b.key) && (a.podRef ?? "") === (b.podRef ?? "");
+}
+
 /** A pool ipamkit can allocate in at all: not a host route (Whereabouts' pool-less reservations name one). */
 function allocatable(ref: PoolRef): boolean {
   const cidr = parseCidr(ref.cidr);
@@ -197,8 +203,16 @@ export async function repairClaim(store: IpamStore, ref: ClaimRef, options: Repa
   let rewritten: Claim | undefined;
   /** A claim this repair (or its caller) wrote is only settled by a fence, even where it matches. */
   let wrote = options.written === true;
-  return withConflictRetry(async (): Promise<ClaimRepair> => {
+  /** A rewrite of unknown outcome: found as this content, it is ours (and is fenced like any rewrite). */
+  let unsure: Claim | undefined;
+  return withConflictRetry(async (_attempt, { afterUnknown }): Promise<ClaimRepair> => {
     const existing = await store.readClaim(ref, { fresh: true });
+    if (afterUnknown && unsure !== undefined && existing !== undefined && sameClaim(existing.claim, unsure)) {
+      expected = existing.version;
+      rewritten = unsure;
+      wrote = true;
+    }
+    unsure = undefined;
     if (existing === undefined) return rewritten === undefined ? { kind: "absent" } : { kind: "changed" };
     if (expected !== undefined && existing.version !== expected) return { kind: "changed" };
     const { naming } = options;
@@ -227,6 +241,7 @@ export async function repairClaim(store: IpamStore, ref: ClaimRef, options: Repa
       rewritten = claim;
       wrote = true;
     } catch (error) {
+      if (isOutcomeUnknown(error)) unsure = claim;
       if (!(error instanceof StoreConflictError)) throw error;
       return { kind: "changed" };
     }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createNodeBlockIpam } from "./block-ipam.js";
+import { repairClaim } from "./claim-repair.js";
 import { delegatingStore } from "./delegating-store.js";
 import { StoreUnavailableError } from "./errors.js";
 import { formatIp, ipAt, parseCidr } from "./ip.js";
@@ -7,6 +8,7 @@ import { createIpam } from "./ipam.js";
 import { type AttachmentKey, attachmentKey, formatKey } from "./key.js";
 import { createMemoryStore, type MemoryStoreOptions } from "./memory-store.js";
 import { isAffinityNetwork } from "./node-blocks.js";
+import { Pool } from "./pool.js";
 import { parseRange, type Range } from "./range.js";
 import type { IpamStore } from "./store.js";
 
@@ -130,5 +132,23 @@ describe("a write of unknown outcome that was applied", () => {
     const pool = await shared.readPool({ network: "", cidr: wide.cidr.text });
     expect(pool?.pool.forKey(k1)).toBeUndefined();
     expect(await shared.listClaims("")).toHaveLength(1); // k2's only
+  });
+
+  it("a claim repair whose rewrite landed unseen still reports it and fences the pool it names", async () => {
+    const shared = createMemoryStore();
+    const ref = { network: "", cidr: narrow.cidr.text };
+    const before = await shared.writePool(
+      ref,
+      Pool.empty(narrow.cidr).with({ offset: 1n, key: k1, podRef: "ns/a" }, { moveCursor: false }),
+      undefined,
+    );
+    const address = { network: "", address: "10.0.0.1" };
+    await shared.writeClaim(address, { pool: ref, key: k2, podRef: "ns/b" }, undefined);
+    const { store } = applyThenFail(shared, 1); // the rewrite
+    const named = { pool: ref, key: k1, podRef: "ns/a" };
+    expect(await repairClaim(store, address, { retry: fast })).toEqual({ kind: "rewritten", claim: named });
+    expect((await shared.readClaim(address))?.claim).toEqual(named);
+    // fenced: a release of that entry which read the claim before the rewrite fails its pool write
+    expect((await shared.readPool(ref))?.version).not.toBe(before);
   });
 });
