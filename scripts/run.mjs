@@ -56,6 +56,7 @@ function ensureDebianPackages() {
     ["command -v unshare", "util-linux"],
     // the real node's OCI runtime (packages/node-launcher; containerd and kubelet: test-infra/node)
     ["command -v runc || test -x /usr/sbin/runc", "runc"],
+    ["command -v spin", "spin"],
   ].filter(([check]) => spawnSync("sh", ["-c", check]).status !== 0);
   if (missing.length === 0) return;
   const packages = missing.map(([, pkg]) => pkg);
