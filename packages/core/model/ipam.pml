@@ -13,10 +13,12 @@
  *
  * Configurations, all three in one run unless one is named (-D): TWO_NODES (allocators on nodes 1
  * and 2: node 2 claims block 0 or borrows), SAME_NODE (the agent and the binary in direct mode on
- * node 1), OVERLAP (node 1's agent beside a direct writer of the overlapping plain pool). Deliberately broken variants: BROKEN_PODREF (the
- * reconciler releases an entry of the same pod name, not the one observed: Whereabouts#176),
- * BROKEN_BLIND (pool writes ignore the version), BROKEN_NOFENCE (a dangling claim of another pool
- * is taken over without fencing that pool).
+ * node 1), OVERLAP (node 1's agent beside a direct writer of the overlapping plain pool);
+ * NO_OVERLAP: the first two. Scope: CRASH, NPASS, MAYDEL, MAXTRY, MAXREPLAN (below).
+ *
+ * Deliberately broken variants: BROKEN_PODREF (the reconciler releases an entry of the same pod
+ * name, not the one it observed: Whereabouts#176), BROKEN_BLIND (pool writes ignore the version),
+ * BROKEN_NOFENCE (a dangling claim of another pool is taken over without fencing that pool).
  */
 
 #ifndef CRASH
@@ -675,6 +677,8 @@ init {
     mode = 2;
 #elif defined(OVERLAP)
     mode = 3;
+#elif defined(NO_OVERLAP)
+    if :: mode = 1 :: mode = 2 fi;
 #else
     if :: mode = 1 :: mode = 2 :: mode = 3 fi;
 #endif
