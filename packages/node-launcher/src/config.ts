@@ -113,8 +113,8 @@ export function kubeletConfig(layout: NodeLayout, options: { statusEverySeconds:
 export type NodeIpam =
   /** ipamkit through its agent (the chart's pod on the node), reading the flat file the chart's installer writes */
   | { readonly type: "ipamkit"; readonly flatFile: string; readonly sticky?: boolean }
-  /** Whereabouts' own binary, on the same API server */
-  | { readonly type: "whereabouts"; readonly kubeconfig: string };
+  /** Whereabouts' own binary, on the same API server, reading the flat file the launcher writes */
+  | { readonly type: "whereabouts"; readonly flatFile: string };
 
 export interface NetworkOptions {
   /** the network's name (and so the IPPool's name prefix) */
@@ -134,7 +134,7 @@ function ipamConfig(options: NetworkOptions): Record<string, unknown> {
       type: "whereabouts",
       range: options.range,
       ...(options.gateway ? { gateway: options.gateway, exclude: [`${options.gateway}/32`] } : {}),
-      kubernetes: { kubeconfig: ipam.kubeconfig },
+      configuration_path: ipam.flatFile,
     };
   return {
     type: "ipamkit",

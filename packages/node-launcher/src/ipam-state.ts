@@ -17,9 +17,9 @@ export interface IpamState {
   readonly allocations: readonly Holding[];
   /** every OverlappingRangeIPReservation (named by its address) */
   readonly reservations: readonly Holding[];
-  /** addresses held by more than one allocation or reservation key */
+  /** addresses held by two entries, or whose reservation names another holder than its entry */
   readonly heldTwice: readonly string[];
-  /** keys (container id + ifname) holding more than one address */
+  /** keys (container id + ifname) holding more than one pool entry */
   readonly keysWithTwo: readonly string[];
 }
 
@@ -58,12 +58,25 @@ export async function readIpamState(kubeConfig: KubeConfig): Promise<IpamState> 
     ifname: o.spec?.ifname ?? "",
     podref: o.spec?.podref ?? "",
   }));
+  // an address is held twice when two pool entries name it under different keys, or its
+  // reservation (ORIP) names another holder than its entry. Whereabouts writes ORIPs without a
+  // container id: those are compared by pod and interface.
   const holders = new Map<string, Set<string>>();
   const addressesOf = new Map<string, Set<string>>();
-  for (const h of [...allocations, ...reservations]) {
+  for (const h of allocations) {
     const key = `${h.id}/${h.ifname}`;
     holders.set(h.address, (holders.get(h.address) ?? new Set()).add(key));
     addressesOf.set(key, (addressesOf.get(key) ?? new Set()).add(h.address));
+  }
+  const byAddress = new Map(allocations.map((a) => [a.address, a]));
+  for (const r of reservations) {
+    const entry = byAddress.get(r.address);
+    if (entry === undefined) continue;
+    const same =
+      r.id === ""
+        ? r.podref === entry.podref && (r.ifname === "" || r.ifname === entry.ifname)
+        : r.id === entry.id && r.ifname === entry.ifname;
+    if (!same) holders.get(r.address)?.add(`orip:${r.id || r.podref}/${r.ifname}`);
   }
   return {
     allocations,

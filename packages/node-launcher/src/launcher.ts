@@ -125,13 +125,15 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   const crictl = (args: readonly string[]) =>
     must(binaries.crictl, ["--runtime-endpoint", `unix://${layout.containerdSocket}`, "--timeout", "20s", ...args]);
   const flatFile = join(layout.cniConfDir, "whereabouts.d", "whereabouts.conf");
-  const ipam: NodeIpam =
-    ipamType === "ipamkit"
-      ? { type: "ipamkit", flatFile, sticky: options.sticky }
-      : { type: "whereabouts", kubeconfig: options.apiserver.kubeconfigPath };
+  const ipam: NodeIpam = ipamType === "ipamkit" ? { type: "ipamkit", flatFile, sticky: options.sticky } : { type: "whereabouts", flatFile };
   let image: IpamkitImage | undefined;
   try {
     copyPlugins(layout, binaries, ipamType);
+    if (ipamType === "whereabouts") {
+      // what Whereabouts' installer writes: its binary insists on a flat file
+      mkdirSync(join(layout.cniConfDir, "whereabouts.d"));
+      writeFileSync(flatFile, JSON.stringify({ datastore: "kubernetes", kubernetes: { kubeconfig: options.apiserver.kubeconfigPath } }));
+    }
     writeNetworks(options, layout, ipam, net);
     if (ipamType === "ipamkit") image = options.image ?? buildIpamkitImage(dir);
   } catch (error) {
