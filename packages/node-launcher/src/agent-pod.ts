@@ -61,7 +61,14 @@ export async function prepareAgentPod(options: {
   if (daemonSet?.spec === undefined) throw new Error("[node-launcher] the chart rendered no DaemonSet");
   const generic = KubernetesObjectApi.makeApiClient(options.apiserver.kubeConfig);
   const rbac = objects.filter((o) => ["ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"].includes(o.kind ?? ""));
-  for (const object of rbac) await generic.create(object as KubernetesObject);
+  for (const object of rbac) {
+    try {
+      await generic.create(object as KubernetesObject);
+    } catch (error) {
+      // an earlier node on the same API server applied the same release: keep it (helm upgrade would too)
+      if ((error as { code?: number }).code !== 409) throw error;
+    }
+  }
   const core = options.apiserver.kubeConfig.makeApiClient(CoreV1Api);
   const template = daemonSet.spec.template;
   const serviceAccount = template.spec?.serviceAccountName ?? "";
