@@ -1,6 +1,7 @@
 // Builds the plugin as files that run when the dist folder is copied into a CNI bin directory:
-// dist/ipamkit (src/forwarder.c, a static program, musl when present: relays calls to the node-local agent, hands
-// every other call to ipamkit-node), dist/ipamkit-node (shebang; the Node forwarder), then minified
+// dist/ipamkit (src/forwarder.c, a static program, musl when present, a C compiler required: the one
+// place a call's route is decided; it relays calls to the node-local agent and hands every other
+// call to ipamkit-node), dist/ipamkit-node (shebang; direct mode, never routes), then minified
 // CommonJS that runs with plain `node`: dist/ipamkit-direct.cjs (the whole plugin but the stores'
 // clients, every dependency bundled — ESM builds, so zod/mini tree-shakes), dist/ipamkit-etcd.cjs
 // (the etcd store, etcd3 and gRPC, its schema inlined, loaded only for datastore "etcd"),
@@ -8,7 +9,7 @@
 // only for datastore "kubernetes") and dist/ipamkit-agent (the agent, shebang); and V8's code
 // cache for each of the two store bundles (<bundle>.v8cache).
 import { spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { build } from "esbuild";
@@ -116,12 +117,42 @@ async function generatedDefines() {
   ];
 }
 
+/**
+ * src/forwarder-codes.h: the CNI codes and the forwarder's own error messages (src/forwarder-errors.ts,
+ * from @ipamkit/cni's CNI_CODES). Git-ignored: written at every build (replaced whole, and only when
+ * it changed), checked by src/forwarder-codes.test.ts.
+ */
+async function writeCodesHeader() {
+  const out = await build({
+    entryPoints: ["src/forwarder-errors.ts"],
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    conditions: ["@ipamkit/source", "import", "module", "node"],
+    write: false,
+    logLevel: "warning",
+  });
+  const module = { exports: {} };
+  new Function("module", "exports", "require", out.outputFiles[0].text)(module, module.exports, createRequire(import.meta.url));
+  const header = module.exports.forwarderCodesHeader();
+  const path = "src/forwarder-codes.h";
+  let current;
+  try {
+    current = readFileSync(path, "utf8");
+  } catch {
+    current = undefined;
+  }
+  if (current === header) return;
+  writeFileSync(`${path}.${process.pid}`, header);
+  renameSync(`${path}.${process.pid}`, path);
+}
+
 // built beside dist/ and swapped in whole at the end: a concurrent build (another test run in the
 // same tree) never sees, nor leaves, a half-written dist/
 const out = `dist.build-${process.pid}`;
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out);
-// dist/ipamkit-node is only the Node forwarder (~4 KB); the plugin itself is dist/ipamkit-direct.cjs
+// dist/ipamkit-node is only direct mode's entry (~3 KB); the plugin itself is dist/ipamkit-direct.cjs
 await bundle({ entryPoints: ["src/main.ts"], outfile: `${out}/ipamkit-node`, banner: { js: "#!/usr/bin/env node" } });
 await bundle({ entryPoints: ["src/direct.ts"], outfile: `${out}/ipamkit-direct.cjs` });
 await bundle({ entryPoints: ["src/kubernetes.ts"], outfile: `${out}/ipamkit-kubernetes.cjs` });
@@ -137,6 +168,7 @@ chmodSync(`${out}/ipamkit-agent`, 0o755);
 // static: the file is copied onto hosts whose C library is not the build image's. musl (Debian's
 // musl-tools) when present: a static musl program starts with ~12 page faults where static glibc
 // takes ~35, half the CPU of every call on a VM (BENCHMARKS.md, "The CNI process"); CC overrides.
+await writeCodesHeader();
 const hasMusl = spawnSync("sh", ["-c", "command -v musl-gcc"]).status === 0;
 const cc = process.env.CC ?? (hasMusl ? "musl-gcc" : "cc");
 if (process.env.CC === undefined && !hasMusl) console.warn("build: no musl-gcc (musl-tools); dist/ipamkit is linked with glibc");
@@ -148,10 +180,8 @@ const compiled = spawnSync(
   },
 );
 if (compiled.error?.code === "ENOENT") {
-  // without a C compiler the Node forwarder is the binary: every call works, each costs a Node start
-  console.warn(`build: no C compiler (${cc}); dist/ipamkit is the Node forwarder — install gcc for the native one`);
-  copyFileSync(`${out}/ipamkit-node`, `${out}/ipamkit`);
-  chmodSync(`${out}/ipamkit`, 0o755);
+  // dist/ipamkit is where a call's route is decided (agent or direct mode), and only there
+  throw new Error(`build: no C compiler (${cc}): dist/ipamkit is a C program; install gcc (apt-get install gcc musl-tools)`);
 } else if (compiled.status !== 0) {
   throw new Error(`build: ${cc} failed on src/forwarder.c`);
 }

@@ -56,7 +56,7 @@ describe("the binary and the agent", () => {
       const add = await runPlugin(cniEnv("ADD", "f1"), conf, join(bin, "ipamkit"));
       expect(add.stderr).toBe("");
       expect(add.json).toEqual({ cniVersion: "1.1.0", ips: [{ address: "10.60.0.1/22" }] });
-      expect(await agentStats(socketPath())).toMatchObject({ raw: 1, fallbacks: 0 });
+      expect(await agentStats(socketPath())).toMatchObject({ requests: 1, raw: 1 });
       // without the agent, that copy has nothing to hand the call to: a clear error, no stack trace
       await agent.stop();
       agent = undefined;

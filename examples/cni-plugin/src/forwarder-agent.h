@@ -113,8 +113,7 @@ out:
   return result;
 }
 
-// "raw <exit code> <stdout bytes> <stderr bytes>\n" then both texts; anything else (the agent's
-// "fallback\n" included) is no answer: -1.
+// "raw <exit code> <stdout bytes> <stderr bytes>\n" then both texts; anything else is no answer: -1.
 static int relay(const struct buf *answer) {
   char *nl = memchr(answer->data, '\n', answer->len);
   if (!nl || answer->len < 4 || memcmp(answer->data, "raw ", 4) != 0) return -1;

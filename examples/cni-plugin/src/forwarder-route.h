@@ -82,13 +82,12 @@ static struct doc pick(const struct doc *ipam, const struct doc *flat, const cha
 
 static int is_number(const struct doc *d) { return d->value && (*d->value == '-' || (*d->value >= '0' && *d->value <= '9')); }
 
-static void decide_route(const char *text, size_t len, struct route *r) {
+// The route of a call whose config (stdin) is the JSON value at `conf` (NULL: not JSON), ending at `end`.
+static void decide_route(const char *conf, const char *end, struct route *r) {
   r->agent = 0;
   r->required = 0;
   r->timeout_seconds = IPAMKIT_AGENT_TIMEOUT_DEFAULT;
   r->uid = -1;
-  const char *end = text + len;
-  const char *conf = json_document(text, len);
   const char *ipam_at = json_member(conf, end, "ipam");
   if (!ipam_at || *ipam_at != '{') return;
   struct doc ipam = {ipam_at, end};

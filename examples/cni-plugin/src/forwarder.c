@@ -2,17 +2,22 @@
 // else on the host when the node-local agent serves the network.
 //
 // A Node process costs ~100 ms of CPU to start on a 2-core machine — more than the IPAM work of a
-// call answered by the agent. This program decides, once, where a call goes (forwarder-route.h:
-// the same rules as agentSettings() in @ipamkit/cni) and answers VERSION itself:
+// call answered by the agent. This program is the one place where a call's route is decided
+// (forwarder-route.h: the rules of agentSettings() in @ipamkit/cni, checked against it by
+// forwarder.test.ts); the agent serves what it is sent and dist/ipamkit-node never routes. It
+// reads stdin once, parses it once, and answers VERSION itself:
 // - agent configured: it sends the call with its deadline (`agent_timeout`, ≤ 30 s) to the socket,
 //   after checking that the socket's peer (SO_PEERCRED) is root or `agent_uid`, and relays the
 //   answer byte for byte. No answer in time: code 11 (the agent refuses work past the deadline).
 //   Agent not running: code 11 with `agent_required` or without Node on the host, else direct mode.
-// - otherwise, direct mode: `node ipamkit-node` beside this file, same environment and stdin, told
-//   that the route is decided (IPAMKIT_ROUTE=direct); no `node` in PATH is a CNI error, never 127.
+// - otherwise, direct mode: `node ipamkit-node` beside this file, same environment and stdin; no
+//   `node` in PATH is a CNI error, never 127.
+// Its own errors' codes and messages are generated from TypeScript (forwarder-codes.h, written by
+// build.mjs from src/forwarder-errors.ts and @ipamkit/cni's CNI_CODES).
 // Protocol: packages/agent/src/protocol.ts ("raw" frame).
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -25,6 +30,7 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include "forwarder-codes.h"
 #include "forwarder-route.h"
 
 #if !defined(IPAMKIT_VERSIONS_JSON) || !defined(IPAMKIT_VERSIONS_TEXT) || !defined(IPAMKIT_DEFAULT_VERSION)
@@ -127,22 +133,58 @@ static int write_all(int fd, const char *s, size_t n) {
   return 0;
 }
 
+// Where stdin's JSON value starts (NULL: not one JSON document). Parsed once per process, whoever asks first.
+static const char *config_document(const struct buf *in) {
+  static const struct buf *parsed;
+  static const char *value;
+  if (parsed != in) value = json_document(in->data, in->len), parsed = in;
+  return value;
+}
+
 // JSON.parse(stdin).cniVersion when it is a non-empty string, else `fallback`.
 static void config_version(const struct buf *in, char *out, size_t size, const char *fallback) {
   const char *end = in ? in->data + in->len : NULL;
-  const char *v = in ? json_member(json_document(in->data, in->len), end, "cniVersion") : NULL;
+  const char *v = in ? json_member(config_document(in), end, "cniVersion") : NULL;
   if (!v || *v != '"' || json_decode_string(v, end, out, size) || !out[0]) snprintf(out, size, "%s", fallback);
 }
 
-// A CNI error on stdout in the config's cniVersion; exit code 1.
-static int cni_error(const struct buf *in, int code, const char *text) {
-  char version[256];
+// A JSON string of at most `max` bytes once escaped: cut at a character boundary, marked "…".
+static int append_json_string_max(struct buf *b, const char *s, size_t n, size_t max) {
+  size_t start = b->len;
+  if (append_json_string(b, s, n)) return -1;
+  if (b->len - start <= max + 2) return 0;
+  // too long: keep the escaped text that fits (never half an escape or half a character), then "…"
+  b->len = start;
+  size_t used = 2 + 3;  // the quotes and "…"
+  size_t keep = 0;
+  for (; keep < n; keep++) {
+    unsigned char c = (unsigned char)s[keep];
+    size_t cost = c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t' ? 2 : c < 0x20 ? 6 : 1;
+    if (used + cost > max + 2) break;
+    used += cost;
+  }
+  while (keep > 0 && keep < n && ((unsigned char)s[keep] & 0xC0) == 0x80) keep--;
+  if (append_json_string(b, s, keep)) return -1;
+  b->len--;  // the closing quote
+  return append_str(b, "\xE2\x80\xA6\"");
+}
+
+// A CNI error on stdout in the config's cniVersion; exit code 1. `code` and `format` come from
+// forwarder-codes.h (IPAMKIT_E_*, generated from the TypeScript tables); bounded as @ipamkit/cni's
+// errorJson bounds every other error answer (msg at most IPAMKIT_ERROR_MSG_BYTES, the whole answer within 4 KiB).
+__attribute__((format(printf, 3, 4))) static int cni_fail(const struct buf *in, int code, const char *format, ...) {
+  char version[256], text[2 * IPAMKIT_ERROR_MSG_BYTES];
   config_version(in, version, sizeof version, "1.1.0");
+  va_list args;
+  va_start(args, format);
+  vsnprintf(text, sizeof text, format, args);
+  va_end(args);
   struct buf msg = {0};
   char number[16];
   snprintf(number, sizeof number, "%d", code);
-  if (append_str(&msg, "{\"cniVersion\":") || append_json_string(&msg, version, strlen(version)) || append_str(&msg, ",\"code\":") ||
-      append_str(&msg, number) || append_str(&msg, ",\"msg\":") || append_json_string(&msg, text, strlen(text)) || append_str(&msg, "}\n"))
+  if (append_str(&msg, "{\"cniVersion\":") || append_json_string_max(&msg, version, strlen(version), 64) ||
+      append_str(&msg, ",\"code\":") || append_str(&msg, number) || append_str(&msg, ",\"msg\":") || append_json_string_max(&msg, text, strlen(text), IPAMKIT_ERROR_MSG_BYTES) ||
+      append_str(&msg, "}\n"))
     return 1;
   write_all(1, msg.data, msg.len);
   return 1;
@@ -162,7 +204,7 @@ static int answer_version(const char *command, struct buf *in) {
   struct buf out = {0};
   if (append_str(&out, "{\"cniVersion\":") || append_json_string(&out, version, strlen(version)) ||
       append_str(&out, ",\"supportedVersions\":[" IPAMKIT_VERSIONS_JSON "]}\n"))
-    return cni_error(in, 5, "out of memory");
+    return cni_fail(in, IPAMKIT_E_OUT_OF_MEMORY);
   return write_all(1, out.data, out.len) ? 1 : 0;
 }
 
@@ -184,33 +226,23 @@ static int find_node(char *out, size_t size) {
   return 0;
 }
 
-static const char *node_missing(void) {
-  static char text[PATH_MAX + 64];
+// The search path as find_node() reads it, for a message.
+static const char *search_path(void) {
   const char *path = getenv("PATH");
-  snprintf(text, sizeof text, "\"node\" is not in PATH (%s)", path && *path ? path : DEFAULT_PATH);
-  return text;
+  return path && *path ? path : DEFAULT_PATH;
 }
 
 // Direct mode: `node ipamkit-node` (beside the real file of this program) on the same stdin. Never
 // returns but with a CNI error when that is impossible; `note` goes to stderr first.
 static int run_direct(const struct buf *in, const char *note) {
-  char path[PATH_MAX], node[PATH_MAX], text[3 * PATH_MAX];
+  char path[PATH_MAX], node[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
-  if (n <= 0) return cni_error(in, 2, "the plugin (ipamkit-node) cannot be run beside this binary: its own path is unknown");
+  if (n <= 0) return cni_fail(in, IPAMKIT_E_PLUGIN_PATH_UNKNOWN);
   path[n] = '\0';
   char *slash = strrchr(path, '/');
   strcpy(slash ? slash + 1 : path, "ipamkit-node");
-  if (access(path, R_OK) != 0) {
-    snprintf(text, sizeof text, "the plugin (%s) cannot be run beside this binary: %s", path, strerror(errno));
-    return cni_error(in, 2, text);
-  }
-  if (!find_node(node, sizeof node)) {
-    snprintf(text, sizeof text,
-             "this call needs direct mode (no agent_socket, or the agent refused it), and direct mode needs Node.js on the host: %s; "
-             "configure agent_socket and run the ipamkit agent (DaemonSet), or install Node.js 20",
-             node_missing());
-    return cni_error(in, 50, text);
-  }
+  if (access(path, R_OK) != 0) return cni_fail(in, IPAMKIT_E_PLUGIN_MISSING, path, strerror(errno));
+  if (!find_node(node, sizeof node)) return cni_fail(in, IPAMKIT_E_NODE_MISSING, search_path());
   int fd = memfd_create("ipamkit-stdin", 0);
   size_t done = 0;
   while (fd >= 0 && done < in->len) {
@@ -219,36 +251,28 @@ static int run_direct(const struct buf *in, const char *note) {
     if (w <= 0) break;
     done += (size_t)w;
   }
-  if (fd < 0 || done < in->len || lseek(fd, 0, SEEK_SET) != 0 || dup2(fd, 0) < 0)
-    return cni_error(in, 2, "the plugin (ipamkit-node) cannot be run: stdin cannot be handed over");
+  if (fd < 0 || done < in->len || lseek(fd, 0, SEEK_SET) != 0 || dup2(fd, 0) < 0) return cni_fail(in, IPAMKIT_E_STDIN_HANDOVER_FAILED);
   if (fd > 0) close(fd);
   if (note) write_all(2, note, strlen(note));
-  setenv("IPAMKIT_ROUTE", "direct", 1);
   char *argv[] = {node, path, NULL};
   execv(node, argv);
-  snprintf(text, sizeof text, "the plugin (%s) cannot be run beside this binary: %s: %s", path, node, strerror(errno));
-  return cni_error(in, 2, text);
+  return cni_fail(in, IPAMKIT_E_PLUGIN_EXEC_FAILED, path, node, strerror(errno));
 }
 
 // The agent gave no answer: code 11, or direct mode when that is allowed and possible.
 static int agent_failed(const struct route *route, enum outcome outcome, const char *why, const struct buf *in) {
-  char text[PATH_MAX + 1024], node[PATH_MAX];
-  int prefix = snprintf(text, sizeof text, "ipamkit agent at %s: %s", route->socket, why);
-  char *rest = text + prefix;
-  size_t room = sizeof text - (size_t)prefix;
-  if (outcome == TIMED_OUT) {
-    snprintf(rest, room, " after %g s (agent_timeout): the agent is hung or overloaded; it will not perform this call later", route->timeout_seconds);
-  } else if (outcome == UNREACHABLE && (route->required || !find_node(node, sizeof node))) {
-    snprintf(rest, room, ": the ipamkit agent (DaemonSet) is not running on this node%s%s", route->required ? " (agent_required)" : "",
-             route->required ? "" : "; direct mode needs Node.js on the host and \"node\" is not in PATH");
-  } else if (outcome == FAILED && (route->required || !find_node(node, sizeof node))) {
-    snprintf(rest, room, "%s", route->required ? " (agent_required)" : "; direct mode needs Node.js on the host and \"node\" is not in PATH");
-  } else if (outcome != REFUSED) {
-    char note[sizeof text + 64];
-    snprintf(note, sizeof note, "ipamkit: %s; running the call directly\n", text);
-    return run_direct(in, note);
-  }
-  return cni_error(in, 11, text);
+  char node[PATH_MAX];
+  const char *socket = route->socket;
+  if (outcome == TIMED_OUT) return cni_fail(in, IPAMKIT_E_AGENT_TIMED_OUT, socket, why, route->timeout_seconds);
+  if (outcome == REFUSED) return cni_fail(in, IPAMKIT_E_AGENT_REFUSED, socket, why);
+  if (outcome == UNREACHABLE && route->required) return cni_fail(in, IPAMKIT_E_AGENT_NOT_RUNNING_REQUIRED, socket, why);
+  if (outcome == FAILED && route->required) return cni_fail(in, IPAMKIT_E_AGENT_FAILED_REQUIRED, socket, why);
+  if (!find_node(node, sizeof node))
+    return outcome == UNREACHABLE ? cni_fail(in, IPAMKIT_E_AGENT_NOT_RUNNING_NO_NODE, socket, why)
+                                  : cni_fail(in, IPAMKIT_E_AGENT_FAILED_NO_NODE, socket, why);
+  char note[PATH_MAX + 1024];
+  snprintf(note, sizeof note, "ipamkit: ipamkit agent at %s: %s; running the call directly\n", socket, why);
+  return run_direct(in, note);
 }
 
 int main(void) {
@@ -256,13 +280,9 @@ int main(void) {
   static char in_space[STATIC_BYTES], request_space[STATIC_BYTES], answer_space[STATIC_BYTES];
   struct buf in = STATIC_BUF(in_space);
   if (!command || !*command || strcmp(command, "VERSION") == 0) return answer_version(command, &in);
-  if (read_stdin(&in)) {
-    char text[160];
-    snprintf(text, sizeof text, "stdin cannot be read: %s", strerror(errno));
-    return cni_error(&in, 5, text);
-  }
+  if (read_stdin(&in)) return cni_fail(&in, IPAMKIT_E_STDIN_UNREADABLE, strerror(errno));
   static struct route route;
-  decide_route(in.data, in.len, &route);
+  decide_route(config_document(&in), in.data + in.len, &route);
   if (!route.agent) return run_direct(&in, NULL);
   double until = now_ms(CLOCK_MONOTONIC) + route.timeout_seconds * 1000.0;
   struct buf req = STATIC_BUF(request_space), answer = STATIC_BUF(answer_space);
@@ -273,7 +293,5 @@ int main(void) {
   if (outcome != ANSWERED) return agent_failed(&route, outcome, why, &in);
   int code = relay(&answer);
   if (code >= 0) return code;
-  // "fallback": the agent reads the config differently (its own flat file): direct mode decides
-  if (answer.len == 9 && memcmp(answer.data, "fallback\n", 9) == 0) return run_direct(&in, NULL);
   return agent_failed(&route, FAILED, "answer is not a response of this protocol", &in);
 }

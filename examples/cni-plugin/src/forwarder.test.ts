@@ -1,15 +1,17 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { agentStats } from "@ipamkit/agent/client";
+import { agentSettings } from "@ipamkit/cni";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type AgentProcess, startAgentProcess } from "../test/agent-process.js";
 import { cniEnv, PLUGIN_NODE, type PluginRun, runPlugin } from "../test/run-plugin.js";
 
-// dist/ipamkit (src/forwarder.c) against dist/ipamkit-node (the Node forwarder): a runtime must not
-// be able to tell them apart.
+// dist/ipamkit (src/forwarder.c) decides, once, whether the agent answers a call — by the rules of
+// agentSettings() in @ipamkit/cni — and an answer through the agent is the one direct mode
+// (dist/ipamkit-node, which never routes) gives: a runtime must not be able to tell them apart.
 
 let dir: string;
 let agent: AgentProcess | undefined;
@@ -57,11 +59,11 @@ describe("the native forwarder with an agent", () => {
     same(error, await runPlugin(cniEnv("ADD", "n2"), bad, PLUGIN_NODE));
     const del = await runPlugin(cniEnv("DEL", "n1"), netconf());
     expect(del).toMatchObject({ code: 0, stdout: "", stderr: "" });
-    // the 3 native calls answered in the raw frame, the 2 Node ones in JSON
-    expect(await agentStats(socketPath())).toMatchObject({ requests: 5, raw: 3, fallbacks: 0 });
+    // the 3 native calls answered by the agent in the raw frame; dist/ipamkit-node ran its 2 itself
+    expect(await agentStats(socketPath())).toMatchObject({ requests: 3, raw: 3 });
   });
 
-  it("carries any bytes of stdin and the CNI_* environment as the Node forwarder does (property, 25 runs)", async () => {
+  it("carries any bytes of stdin and the CNI_* environment: the agent answers as direct mode does (property, 25 runs)", async () => {
     // what JSON must escape, multi-byte characters, and anything else; environment values cannot hold NUL
     const special = ['"', "\\", "é", "€", "😀", "\u2028", ...Array.from({ length: 31 }, (_, i) => String.fromCharCode(i + 1))];
     const text = fc
@@ -89,7 +91,7 @@ describe("the native forwarder with an agent", () => {
     expect(native.json).toMatchObject({ code: 7 });
     same(native, node);
     // every native request was a well-formed raw request: none refused, none decoded as malformed
-    expect(await agentStats(socketPath())).toMatchObject({ raw: run + 1, fallbacks: 0, malformed: 0 });
+    expect(await agentStats(socketPath())).toMatchObject({ requests: run + 1, raw: run + 1, malformed: 0 });
   });
 
   it("sends a 300 KB config (larger than a pipe holds) to the agent, and to the Node forwarder when the agent is gone", async () => {
@@ -104,12 +106,12 @@ describe("the native forwarder with an agent", () => {
     expect(direct.json).toMatchObject({ ips: [{ address: "10.61.0.2/20" }] });
   });
 
-  it("reads `agent_socket` where the Node forwarder does: not outside the ipam block, but from the flat file", async () => {
+  it("reads `agent_socket` where agentSettings() does: not outside the ipam block, but from the flat file", async () => {
     // outside the ipam block: not an agent call at all (until 2026-12-07 the binary asked the agent, which refused it)
     const conf = netconf({ agent_socket: undefined }, { metadata: { agent_socket: socketPath() } });
     const r = await runPlugin(cniEnv("ADD", "m1"), conf);
     expect(r).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.61.0.1/20" }] } });
-    expect(await agentStats(socketPath())).toMatchObject({ requests: 0, raw: 0, fallbacks: 0 });
+    expect(await agentStats(socketPath())).toMatchObject({ requests: 0, raw: 0 });
     // in the flat file only (with escapes, and a second key of the same name: the last one wins, as in JSON.parse)
     const flat = { agent_socket: "/nonexistent/first.sock", data_dir: "/nonexistent", agent_timeout: 5 };
     writeFileSync(
@@ -119,12 +121,12 @@ describe("the native forwarder with an agent", () => {
     const viaFlat = await runPlugin(cniEnv("ADD", "m2"), netconf({ agent_socket: undefined }));
     expect(viaFlat, viaFlat.stdout).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.61.0.2/20" }] } });
     same(viaFlat, await runPlugin(cniEnv("ADD", "m2"), netconf({ agent_socket: undefined }), PLUGIN_NODE));
-    expect(await agentStats(socketPath())).toMatchObject({ requests: 2, raw: 1, fallbacks: 0 });
+    expect(await agentStats(socketPath())).toMatchObject({ requests: 1, raw: 1 });
   });
 });
 
 describe("the native forwarder without an agent", () => {
-  it("answers VERSION, a config without agent_socket, an agent that is down or required, as the Node forwarder does", async () => {
+  it("answers VERSION, a config without agent_socket, an agent that is down or required", async () => {
     const version = await runPlugin({ CNI_COMMAND: "VERSION" }, { cniVersion: "1.1.0" });
     expect(version.json).toMatchObject({ supportedVersions: expect.arrayContaining(["1.1.0"]) });
     same(version, await runPlugin({ CNI_COMMAND: "VERSION" }, { cniVersion: "1.1.0" }, PLUGIN_NODE));
@@ -138,11 +140,14 @@ describe("the native forwarder without an agent", () => {
 
     const required = await runPlugin(cniEnv("ADD", "v3"), netconf({ agent_required: true }));
     expect(required.code).toBe(1);
-    expect(required.json).toMatchObject({ code: 11, msg: expect.stringContaining("agent_required") });
-    same(required, await runPlugin(cniEnv("ADD", "v3"), netconf({ agent_required: true }), PLUGIN_NODE));
+    expect(required.json).toMatchObject({
+      cniVersion: "1.0.0",
+      code: 11,
+      msg: `ipamkit agent at ${socketPath()}: ENOENT: the ipamkit agent (DaemonSet) is not running on this node (agent_required)`,
+    });
   });
 
-  it("routes as the Node forwarder does for any mix of inline and flat-file agent_* keys (property, 30 runs)", async () => {
+  it("routes as agentSettings() says for any mix of inline and flat-file agent_* keys (property, 30 runs)", async () => {
     const value = <T>(...values: T[]) => fc.constantFrom(...values);
     const keys = fc.record(
       {
@@ -154,15 +159,35 @@ describe("the native forwarder without an agent", () => {
       { requiredKeys: [] },
     );
     const where = value(dir, `${dir}/`, join(dir, "whereabouts.conf"), join(dir, "absent"), undefined);
+    const fs = { exists: existsSync, readText: (path: string) => readFileSync(path, "utf8") };
     let run = 0;
     await fc.assert(
       fc.asyncProperty(keys, keys, where, async (inline, flat, configurationPath) => {
         run++;
         writeFileSync(join(dir, "whereabouts.conf"), JSON.stringify(flat));
-        const conf = netconf({ agent_socket: undefined, configuration_path: configurationPath, ...inline });
+        const conf = JSON.stringify(netconf({ agent_socket: undefined, configuration_path: configurationPath, ...inline }));
         const env = cniEnv("ADD", `r${run}`);
-        const [native, node] = await Promise.all([runPlugin(env, conf), runPlugin(env, conf, PLUGIN_NODE)]);
-        same(native, node);
+        const [native, direct] = await Promise.all([runPlugin(env, conf), runPlugin(env, conf, PLUGIN_NODE)]);
+        const route = agentSettings(conf, fs);
+        if (route === undefined) {
+          same(native, direct);
+          return;
+        }
+        // the agent's call (no agent listens here): code 11 when required, else direct mode, said on stderr
+        expect(route.socket).toBe(socketPath());
+        if (route.required) {
+          expect({ code: native.code, json: native.json }).toMatchObject({
+            code: 1,
+            json: { code: 11, msg: expect.stringContaining("(agent_required)") },
+          });
+        } else {
+          const note = `ipamkit: ipamkit agent at ${socketPath()}: ENOENT; running the call directly\n`;
+          expect({ code: native.code, stdout: native.stdout, stderr: native.stderr }).toEqual({
+            code: direct.code,
+            stdout: direct.stdout,
+            stderr: note + direct.stderr,
+          });
+        }
       }),
       { numRuns: 30 },
     );
@@ -192,18 +217,18 @@ describe("the native forwarder without an agent", () => {
       ["a truncated raw answer", () => "raw 0 999 0\n{}"],
       ["a header with extra fields", () => "raw 0 2 0 9\n{}"],
       ["an exit code out of range", () => "raw 300 2 0\n{}"],
+      // what the agent answered before 2026-12-07 when it routed a call again: now no answer of this protocol
       ["`fallback`", () => "fallback\n"],
       ["nothing", () => ""],
     ] as const) {
       it(what, async () => {
         const requests = await answering(reply);
         const r = await runPlugin(cniEnv("ADD", "g1"), netconf());
-        // the native request, then direct mode: the Node forwarder does not ask the agent a second time
+        // the native request, then direct mode: dist/ipamkit-node does not ask the agent a second time
         expect(requests).toHaveLength(1);
         expect(JSON.parse(requests[0] ?? "")).toMatchObject({ v: 1, frame: "raw", socket: socketPath(), env: { CNI_COMMAND: "ADD" } });
         expect(JSON.parse(requests[0] ?? "").deadline).toBeGreaterThan(Date.now());
-        // `fallback` is the agent saying the call is not its own: direct mode, without a complaint
-        if (what !== "`fallback`") expect(r.stderr).toMatch(/running the call directly/);
+        expect(r.stderr).toMatch(/running the call directly/);
         expect(r.json).toMatchObject({ ips: [{ address: "10.61.0.1/20" }] });
       });
     }

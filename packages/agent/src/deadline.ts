@@ -1,4 +1,4 @@
-import { CNI_CODES, CniError, errorJson, type IpamConfig } from "@ipamkit/cni";
+import { CNI_CODES, CniError, errorAnswer, type IpamConfig } from "@ipamkit/cni";
 import { type AgentResponse, PROTOCOL_VERSION } from "./protocol.js";
 
 // The caller's deadline (AgentRequest.deadline): a call whose caller stopped waiting is not
@@ -30,19 +30,8 @@ export function expiredError(deadline: number | undefined): CniError {
   );
 }
 
-/** The config's cniVersion, for an error answered before the plugin read it. */
-function versionOf(stdin: string): string {
-  try {
-    const v = (JSON.parse(stdin) as { cniVersion?: unknown }).cniVersion;
-    if (typeof v === "string" && v !== "") return v;
-  } catch {
-    // the default below
-  }
-  return "1.1.0";
-}
-
 export function expiredAnswer(stdin: string, deadline: number | undefined): AgentResponse {
-  return { v: PROTOCOL_VERSION, exitCode: 1, stdout: errorJson(expiredError(deadline), versionOf(stdin)), stderr: "" };
+  return { v: PROTOCOL_VERSION, exitCode: 1, stdout: errorAnswer(expiredError(deadline), stdin), stderr: "" };
 }
 
 export function lateAnswer(stdin: string, undone: boolean): AgentResponse {
@@ -50,7 +39,7 @@ export function lateAnswer(stdin: string, undone: boolean): AgentResponse {
     CNI_CODES.TRY_AGAIN_LATER,
     `ipamkit agent: the ADD finished past the caller's deadline and was ${undone ? "undone" : "not undone (its DEL failed; the runtime's DEL or the reconciler releases it)"}`,
   );
-  return { v: PROTOCOL_VERSION, exitCode: 1, stdout: errorJson(error, versionOf(stdin)), stderr: "" };
+  return { v: PROTOCOL_VERSION, exitCode: 1, stdout: errorAnswer(error, stdin), stderr: "" };
 }
 
 /** Whether `work` settled within `ms` (it keeps running either way). */

@@ -7,9 +7,8 @@
  * The "raw" frame is for the native forwarder (examples/cni-plugin/src/forwarder.c), which parses
  * no JSON: its request adds `frame: "raw"` and `socket`, the agent_socket it found in stdin, and
  * the answer is a header line `raw <exit code> <stdout bytes> <stderr bytes>` followed by both
- * texts. When `socket` is not what the config names as the Node forwarder reads it (see
- * @ipamkit/cni/agent-settings), the call is not run and the answer is `fallback`: the native
- * forwarder then hands the call to the Node forwarder, which applies every rule.
+ * texts. The binary has decided that the call is the agent's (forwarder-route.h): the agent serves
+ * every request it is given and never routes a call again.
  */
 export const PROTOCOL_VERSION = 1;
 
@@ -23,7 +22,7 @@ export interface AgentRequest {
   readonly stdin: string;
   /** "raw": answer in the raw frame (see above). */
   readonly frame?: "raw";
-  /** With frame "raw": the agent_socket the forwarder found in stdin and connected to. */
+  /** With frame "raw": the agent_socket the forwarder found in stdin and connected to (logged, not checked). */
   readonly socket?: string;
   /**
    * When the caller stops waiting (epoch milliseconds, this host's clock). The agent does not start
@@ -76,9 +75,6 @@ export function rawFrame(response: AgentResponse): string {
   const { exitCode, stdout, stderr } = response;
   return `raw ${exitCode} ${Buffer.byteLength(stdout)} ${Buffer.byteLength(stderr)}\n${stdout}${stderr}`;
 }
-
-/** The raw-frame answer that runs nothing: the forwarder hands the call to the Node forwarder. */
-export const RAW_FALLBACK = "fallback\n";
 
 export function isResponse(value: unknown): value is AgentResponse {
   if (typeof value !== "object" || value === null) return false;

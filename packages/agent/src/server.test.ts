@@ -308,23 +308,22 @@ describe("the agent", () => {
       const added = parseRaw(await rawCall(rawRequest(conf({ agent_socket: socketPath }), socketPath)));
       expect(added.exitCode).toBe(0);
       expect(JSON.parse(added.stdout).ips).toEqual([{ address: "10.30.0.1/24" }]);
-      expect(agent?.stats()).toMatchObject({ raw: 2, fallbacks: 0, requests: 3 });
+      expect(agent?.stats()).toMatchObject({ raw: 2, requests: 3 });
     });
 
-    it("runs nothing and answers `fallback` when the config does not name the socket the forwarder used", async () => {
+    it("serves every call it is given, whatever agent_socket the config names: the binary decided the route", async () => {
       const elsewhere = join(dir, "other.sock");
-      const cases = [
-        // the forwarder found "agent_socket" outside the ipam block
-        JSON.stringify({ cniVersion: "1.1.0", name: "net", args: { agent_socket: socketPath }, ipam: JSON.parse(conf()).ipam }),
-        conf({ agent_socket: elsewhere }),
-        conf(),
-        "not json",
-      ];
-      for (const stdin of cases) expect(await rawCall(rawRequest(stdin, socketPath))).toBe("fallback\n");
-      expect(agent?.stats()).toMatchObject({ raw: 0, fallbacks: cases.length, requests: 0 });
-      // nothing was allocated by the refused calls: the next ADD gets the first address
-      const added = parseRaw(await rawCall(rawRequest(conf({ agent_socket: socketPath }), socketPath)));
-      expect(JSON.parse(added.stdout).ips).toEqual([{ address: "10.30.0.1/24" }]);
+      // no routing again here (before 2026-12-07 the agent re-read agent_socket and answered `fallback`)
+      const served = [conf({ agent_socket: elsewhere }), conf()];
+      for (const [i, stdin] of served.entries()) {
+        const added = parseRaw(await rawCall(rawRequest(stdin, socketPath, "ADD", `s${i}`)));
+        expect(JSON.parse(added.stdout).ips).toEqual([{ address: `10.30.0.${i + 1}/24` }]);
+      }
+      // a config that is not JSON is the plugin's to report, in CNI terms
+      const broken = parseRaw(await rawCall(rawRequest("not json", socketPath)));
+      expect(broken.exitCode).toBe(1);
+      expect(JSON.parse(broken.stdout)).toMatchObject({ code: 6 });
+      expect(agent?.stats()).toMatchObject({ raw: 3, requests: 3, malformed: 0 });
     });
   });
 });

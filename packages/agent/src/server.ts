@@ -2,20 +2,11 @@ import { existsSync, readFileSync, unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { hostname } from "node:os";
 import { CNI_CODES, CniError, type ConfigFs, createConfigCache, dispatch, errorJson, type IpamConfig } from "@ipamkit/cni";
-import { agentSettings, memoizedFs } from "@ipamkit/cni/agent-settings";
 import type { Exclusive, IpamStore } from "@ipamkit/core";
 import pino, { type Logger } from "pino";
 import { exclusiveUntil, expiredAnswer, expiredError, lateAnswer, pastDeadline, UNDO_MARGIN_MS, within } from "./deadline.js";
 import { KeyedQueue } from "./pool-queue.js";
-import {
-  type AgentRequest,
-  type AgentResponse,
-  MAX_REQUEST_BYTES,
-  PROTOCOL_VERSION,
-  RAW_FALLBACK,
-  rawFrame,
-  requestProblem,
-} from "./protocol.js";
+import { type AgentRequest, type AgentResponse, MAX_REQUEST_BYTES, PROTOCOL_VERSION, rawFrame, requestProblem } from "./protocol.js";
 import { prepareSocketPath, restrictSocket } from "./socket-file.js";
 import { StoreCache } from "./store-cache.js";
 
@@ -48,8 +39,6 @@ export interface AgentStats {
   malformed: number;
   /** Requests answered in the raw frame (the native forwarder). */
   raw: number;
-  /** Raw-frame requests whose socket the config does not name: handed back to the Node forwarder. */
-  fallbacks: number;
   inFlight: number;
   stores: number;
   /** Store write conflicts (retried). One queue per pool: these come from other nodes. */
@@ -96,7 +85,6 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     byExitCode: {},
     malformed: 0,
     raw: 0,
-    fallbacks: 0,
     inFlight: 0,
     stores: 0,
     conflicts: 0,
@@ -206,15 +194,9 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       if ((request as { op?: string }).op === "stats") {
         return respond({ v: PROTOCOL_VERSION, exitCode: 0, stdout: JSON.stringify(snapshot()), stderr: "" });
       }
-      const { env, stdin, frame, socket: named, deadline } = request as AgentRequest;
-      // the flat file is read once per call, by the routing check and the plugin alike
-      const callFs = memoizedFs(fs);
+      const { env, stdin, frame, deadline } = request as AgentRequest;
+      // the binary decided that this call is the agent's (forwarder.c): it is served, not routed again
       if (frame === "raw") {
-        // the forwarder's routing is a hint: run the call only where the Node forwarder would send it
-        if (agentSettings(stdin, callFs)?.socket !== named) {
-          stats.fallbacks++;
-          return send(RAW_FALLBACK);
-        }
         raw = true;
         stats.raw++;
       }
@@ -232,7 +214,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       }
       stats.inFlight++;
       try {
-        respond(told(await answer(env, stdin, callFs, deadline)));
+        respond(told(await answer(env, stdin, fs, deadline)));
       } catch (error) {
         // dispatch answers every error itself; this is a bug, reported as one
         logger.error({ err: error }, "unexpected failure");

@@ -99,8 +99,11 @@ export function toCniError(error: unknown, options: { command?: CniCommand } = {
 export const MAX_ERROR_ANSWER_BYTES = 4096;
 /** A quoted value (`"…"`) in a message is cut to this many characters. */
 const MAX_QUOTED_CHARS = 120;
-/** Bytes of the answer given to `msg`; `details` gets what is left (each as JSON-escaped UTF-8). */
-const MSG_BYTES = 2560;
+/**
+ * Bytes of the answer given to `msg`; `details` gets what is left (each as JSON-escaped UTF-8). The
+ * native forwarder's own errors are bounded by the same number (generated into forwarder-codes.h).
+ */
+export const ERROR_MSG_BYTES = 2560;
 
 /**
  * The error JSON written to stdout: `{cniVersion, code, msg, details?}` (details omitted when empty),
@@ -110,7 +113,7 @@ const MSG_BYTES = 2560;
  */
 export function errorJson(error: CniError, cniVersion: string): string {
   const version = fit(cniVersion, 64);
-  const msg = fit(cutQuoted(error.message), MSG_BYTES);
+  const msg = fit(cutQuoted(error.message), ERROR_MSG_BYTES);
   const body: { cniVersion: string; code: number; msg: string; details?: string } = { cniVersion: version, code: error.code, msg };
   if (error.details !== undefined && error.details !== "") {
     const room =
@@ -119,6 +122,24 @@ export function errorJson(error: CniError, cniVersion: string): string {
   }
   return `${JSON.stringify(body)}\n`;
 }
+
+/**
+ * errorJson for an answer given before (or without) the plugin's own parse of stdin: in the
+ * config's `cniVersion` when stdin is JSON that names one, else the newest supported version.
+ */
+export function errorAnswer(error: CniError, stdin: string): string {
+  let cniVersion = DEFAULT_ERROR_VERSION;
+  try {
+    const v = (JSON.parse(stdin) as { cniVersion?: unknown }).cniVersion;
+    if (typeof v === "string" && v !== "") cniVersion = v;
+  } catch {
+    // not JSON: the default
+  }
+  return errorJson(error, cniVersion);
+}
+
+/** The version of an error answer when the config names none. */
+const DEFAULT_ERROR_VERSION = "1.1.0";
 
 /** Each `"…"` quoted value in `text` longer than {@link MAX_QUOTED_CHARS} cut to that length, marked `…`. Linear. */
 function cutQuoted(text: string): string {
