@@ -1,0 +1,196 @@
+import { blockLayout, familyBits, formatIp, InvalidAddressError, InvalidRangeError, parseIp, type Range } from "@ipamkit/core";
+import { configError } from "./config-errors.js";
+import type { SourceOf } from "./config-ranges.js";
+import type { IpamInput, NetConfInput } from "./config-schema.js";
+import { type CniVersion, type Datastore, DEFAULT_STICKY_TTL, type IpamConfig, SUPPORTED_VERSIONS } from "./types.js";
+
+// The checks and derived values of loadIpamConfig (config.ts), one key or group of keys each.
+
+const DATASTORES: readonly Datastore[] = ["kubernetes", "etcd", "file"];
+const POLICIES: readonly IpamConfig["policy"][] = ["lowest-free", "round-robin"];
+const ETCD_KEYS = ["etcd_host", "etcd_username", "etcd_password", "etcd_key_file", "etcd_cert_file", "etcd_ca_cert_file"] as const;
+const LEADER_KEYS = ["leader_lease_duration", "leader_renew_deadline", "leader_retry_period"] as const;
+
+/** `sticky`, `sticky_ttl`: per-range pools only (per-node blocks hand a reborn pod another node's block). */
+export function stickyOf(ipam: IpamInput, sourceOf: SourceOf, warnings: string[]): Pick<IpamConfig, "sticky"> {
+  if (ipam.sticky !== true) {
+    if (ipam.sticky_ttl !== undefined) warnings.push("ipam.sticky_ttl is accepted but unused: it is the keep time of sticky: true");
+    return {};
+  }
+  if (ipam.node_block_size !== undefined) {
+    throw configError(7, "ipam.sticky", true, "cannot be combined with node_block_size (a reborn pod may land on another node)", {
+      source: sourceOf("sticky"),
+    });
+  }
+  return { sticky: { keepSeconds: ipam.sticky_ttl ?? DEFAULT_STICKY_TTL } };
+}
+
+/** `whereabouts_lease` coordinates with Whereabouts on its pools: only the Kubernetes store has them, never per-node blocks. */
+export function checkWhereaboutsLease(ipam: IpamInput, datastore: Datastore, sourceOf: SourceOf): void {
+  if (ipam.whereabouts_lease !== true) return;
+  const source = { source: sourceOf("whereabouts_lease") };
+  if (datastore !== "kubernetes") {
+    throw configError(
+      7,
+      "ipam.whereabouts_lease",
+      true,
+      `needs datastore "kubernetes" (Whereabouts' Lease guards its pools there), not "${datastore}"`,
+      source,
+    );
+  }
+  if (ipam.node_block_size !== undefined) {
+    throw configError(
+      7,
+      "ipam.whereabouts_lease",
+      true,
+      "cannot be combined with node_block_size (Whereabouts never writes per-node blocks)",
+      source,
+    );
+  }
+}
+
+export function present(value: string | undefined): value is string {
+  return value !== undefined && value !== "";
+}
+
+export function definedOnly<T extends Record<string, string | undefined>>(values: T): Partial<T> {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+export function checkVersion(value: unknown): CniVersion {
+  const supported = `supported: ${SUPPORTED_VERSIONS.join(", ")}`;
+  if (value === undefined) throw configError(1, "cniVersion", value, `absent, which means 0.1.0 and is not supported (${supported})`);
+  if (typeof value !== "string") throw configError(7, "cniVersion", value, "must be a string");
+  const version = SUPPORTED_VERSIONS.find((v) => v === value);
+  if (version === undefined) throw configError(1, "cniVersion", value, `unsupported CNI version (${supported})`);
+  return version;
+}
+
+/** Addresses requested by the runtime (`runtimeConfig.ips`) or in `args.cni.ips`, canonical and without prefix. */
+export function collectRequestedIps(conf: NetConfInput, warnings: string[]): string[] {
+  // a Set: the lists come from the runtime and may be long; dedupe in linear time
+  const out = new Set<string>();
+  const add = (list: readonly string[] | undefined, key: string) => {
+    list?.forEach((text, index) => {
+      out.add(requestedIp(text, `${key}[${index}]`));
+    });
+  };
+  add(conf.runtimeConfig?.ips, "runtimeConfig.ips");
+  add(conf.args?.cni?.ips, "args.cni.ips");
+  if (conf.runtimeConfig !== undefined && Object.hasOwn(conf.runtimeConfig, "ipRanges")) {
+    warnings.push("runtimeConfig.ipRanges is accepted but unused: ranges come from the ipam block");
+  }
+  return [...out];
+}
+
+function requestedIp(text: string, key: string): string {
+  const slash = text.indexOf("/");
+  try {
+    const ip = parseIp(slash < 0 ? text : text.slice(0, slash));
+    if (slash >= 0) {
+      const prefix = text.slice(slash + 1);
+      const bits = familyBits(ip.family);
+      if (!/^\d{1,3}$/.test(prefix) || Number(prefix) > bits) throw configError(7, key, text, `prefix length must be 0..${bits}`);
+    }
+    return formatIp(ip);
+  } catch (error) {
+    if (!(error instanceof InvalidAddressError)) throw error;
+    throw configError(7, key, text, 'not an IP address ("ip" or "ip/prefix")', { cause: error });
+  }
+}
+
+/** Well-typed values ipamkit does not support: CNI code 2, naming the key and value. */
+export function checkUnsupported(ipam: IpamInput, sourceOf: SourceOf): void {
+  const fail = (key: keyof IpamInput, reason: string) => configError(2, `ipam.${key}`, ipam[key], reason, { source: sourceOf(key) });
+  if (ipam.addresses !== undefined && ipam.addresses.length > 0) {
+    throw fail("addresses", "static addresses in the IPAM config are not supported; request them with runtimeConfig.ips or args.cni.ips");
+  }
+  if (present(ipam.node_slice_size)) {
+    throw fail(
+      "node_slice_size",
+      "Whereabouts' node slices need its node-slice controller and NodeSlicePool objects, which ipamkit does not run; ipamkit's own per-node blocks need no controller: set node_block_size (addresses per block) instead",
+    );
+  }
+  if (ipam.sleep_for_race !== undefined && ipam.sleep_for_race !== 0) {
+    throw fail("sleep_for_race", "not supported (a Whereabouts race-reproduction switch); remove it or set 0");
+  }
+  if (present(ipam.datastore) && !DATASTORES.includes(ipam.datastore as Datastore)) {
+    throw fail("datastore", `unsupported datastore (supported: ${DATASTORES.join(", ")})`);
+  }
+  if (present(ipam.allocation_policy) && !POLICIES.includes(ipam.allocation_policy as IpamConfig["policy"])) {
+    throw fail("allocation_policy", `unsupported allocation policy (supported: ${POLICIES.join(", ")})`);
+  }
+}
+
+/** `node_block_size`: a power of two, at least 4, and every range holds at least two blocks. */
+export function checkNodeBlocks(
+  ipam: IpamInput,
+  ranges: readonly Range[],
+  sourceOf: SourceOf,
+  warnings: string[],
+): IpamConfig["nodeBlocks"] {
+  const size = ipam.node_block_size;
+  if (size === undefined) {
+    if (present(ipam.node_name))
+      warnings.push("ipam.node_name is accepted but unused: it names the owner of per-node blocks (node_block_size)");
+    return undefined;
+  }
+  if (size < 4 || !Number.isInteger(Math.log2(size))) {
+    throw configError(7, "ipam.node_block_size", size, "must be a power of two, at least 4 (addresses per block)", {
+      source: sourceOf("node_block_size"),
+    });
+  }
+  for (const range of ranges) {
+    try {
+      blockLayout(range, size);
+    } catch (error) {
+      if (!(error instanceof InvalidRangeError)) throw error;
+      throw configError(7, "ipam.node_block_size", size, `range ${range.spec.range} must hold at least two blocks of ${size} addresses`, {
+        source: sourceOf("node_block_size"),
+      });
+    }
+  }
+  return { size, ...(present(ipam.node_name) ? { node: ipam.node_name } : {}) };
+}
+
+/** `datastore` if set; otherwise kubernetes when a kubeconfig is given, etcd when an etcd host is, else file. */
+export function chooseDatastore(ipam: IpamInput, sourceOf: SourceOf): Datastore {
+  const kubeconfig = ipam.kubernetes?.kubeconfig;
+  const datastore: Datastore = present(ipam.datastore)
+    ? (ipam.datastore as Datastore)
+    : present(kubeconfig)
+      ? "kubernetes"
+      : present(ipam.etcd_host)
+        ? "etcd"
+        : "file";
+  const source = { source: sourceOf("datastore") };
+  if (datastore === "kubernetes" && !present(kubeconfig)) {
+    throw configError(7, "ipam.kubernetes.kubeconfig", kubeconfig, 'required when datastore is "kubernetes"', source);
+  }
+  if (datastore === "etcd" && !present(ipam.etcd_host)) {
+    throw configError(7, "ipam.etcd_host", ipam.etcd_host, 'required when datastore is "etcd"', source);
+  }
+  return datastore;
+}
+
+/** One warning line per accepted key that has no effect with this config. */
+export function warnUnused(ipam: IpamInput, datastore: Datastore, sourceOf: SourceOf, warnings: string[]): void {
+  const warn = (key: string, reason: string) => {
+    const source = sourceOf(key);
+    warnings.push(`ipam.${key}${source === undefined ? "" : ` (from flat file ${source})`} is accepted but unused: ${reason}`);
+  };
+  for (const key of LEADER_KEYS) {
+    if (ipam[key] !== undefined) warn(key, "ipamkit takes no Lease; every write is a compare-and-swap");
+  }
+  if (ipam.reconciler_cron_expression !== undefined) warn("reconciler_cron_expression", "it is read by the reconciler, not by the plugin");
+  if (ipam.log_file !== undefined) warn("log_file", "the plugin logs to stderr");
+  if (ipam.log_level !== undefined) warn("log_level", "the plugin logs to stderr");
+  if (ipam.kubernetes?.k8s_api_root !== undefined) warn("kubernetes.k8s_api_root", "the API server comes from the kubeconfig");
+  if (datastore !== "kubernetes" && ipam.kubernetes?.kubeconfig !== undefined) {
+    warn("kubernetes.kubeconfig", `datastore is "${datastore}"`);
+  }
+  if (datastore !== "etcd") {
+    for (const key of ETCD_KEYS) if (ipam[key] !== undefined) warn(key, `datastore is "${datastore}"`);
+  }
+  if (datastore !== "file" && ipam.data_dir !== undefined) warn("data_dir", `datastore is "${datastore}"`);
+}
