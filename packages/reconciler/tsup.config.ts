@@ -1,4 +1,4 @@
 import { defineConfig } from "tsup";
 import { preset } from "../../scripts/tsup.preset.js";
 
-export default defineConfig(preset({ external: ["@kubernetes/client-node", "pino", "croner"] }));
+export default defineConfig(preset({ external: ["pino"] }));

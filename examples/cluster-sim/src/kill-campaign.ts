@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import type { IpamStore } from "@ipamkit/core";
-import { createKubernetesPodSource, reconcileOnce } from "@ipamkit/reconciler";
+import { reconcileOnce } from "@ipamkit/reconciler";
+import { createKubernetesPodSource } from "@ipamkit/storage-kubernetes";
 import { type Held, readEtcd, readFileStore, readIpPools } from "./audit.js";
 import { type Cluster, POOL_NAMESPACE } from "./cluster.js";
 import { limited, PLUGIN, quantile } from "./cni.js";

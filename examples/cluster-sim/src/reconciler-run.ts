@@ -2,7 +2,8 @@ import { spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { IpamStore } from "@ipamkit/core";
-import { createKubernetesPodSource, reconcileOnce } from "@ipamkit/reconciler";
+import { reconcileOnce } from "@ipamkit/reconciler";
+import { createKubernetesPodSource } from "@ipamkit/storage-kubernetes";
 import { type Cluster, POOL_NAMESPACE } from "./cluster.js";
 
 /** The reconciler program as deployed (examples/cron-reconciler, built). */

@@ -1,15 +1,14 @@
 import { hostname } from "node:os";
 import {
-  createKubernetesPodSource,
-  createLeaderElector,
   describe,
   describeClaim,
+  type LeaderElector,
   type ReconcileOptions,
   type ReconcileReport,
   reconcileOnce,
   runPodController,
 } from "@ipamkit/reconciler";
-import { resolveNamespace } from "@ipamkit/storage-kubernetes";
+import { createKubernetesPodSource, createKubernetesPodWatch, createLeaderElector, resolveNamespace } from "@ipamkit/storage-kubernetes";
 import pino, { type Logger } from "pino";
 import { type Options, parseOptions, USAGE, UsageError } from "./args.js";
 import { loadProgramKubeConfig } from "./kubeconfig.js";
@@ -89,7 +88,12 @@ async function run(options: Options, logger: Logger, shutdown: AbortSignal): Pro
     const work = async (signal: AbortSignal) => {
       if (options.watch) {
         await runPodController(
-          { ...reconcile, kubeConfig, resyncMs: options.resyncMs, onPass: (p) => p.report && reported(p.report) },
+          {
+            ...reconcile,
+            podWatch: createKubernetesPodWatch({ kubeConfig }),
+            resyncMs: options.resyncMs,
+            onPass: (p) => p.report && reported(p.report),
+          },
           signal,
         );
         return;
@@ -119,7 +123,7 @@ async function run(options: Options, logger: Logger, shutdown: AbortSignal): Pro
     };
     if (!options.leaderElection) await leading(shutdown);
     else {
-      const elector = createLeaderElector({
+      const elector: LeaderElector = createLeaderElector({
         kubeConfig,
         namespace: options.leaseNamespace ?? namespace,
         name: options.leaseName,

@@ -145,7 +145,7 @@ export function addCommands(program: Command, io: Io): void {
         let pods: PodSource["list"] | undefined;
         let close = () => {};
         if (kubeConfig !== undefined && flags.pods) {
-          const { createKubernetesPodSource } = await import("@ipamkit/reconciler");
+          const { createKubernetesPodSource } = await import("@ipamkit/storage-kubernetes");
           const source = createKubernetesPodSource({ kubeConfig });
           pods = () => source.list();
           close = () => source.close();

@@ -35,7 +35,7 @@ import { createEtcdStore } from "@ipamkit/storage-etcd";
 import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
 import { KubeConfig } from "@kubernetes/client-node";
 import { observePools } from "../src/observe.js";
-import type { PodSource } from "../src/pod-source.js";
+import type { PodSource } from "../src/ports.js";
 import { DEFAULT_CONCURRENCY, reconcileOnce } from "../src/reconcile.js";
 import { measure, median } from "./measure.js";
 

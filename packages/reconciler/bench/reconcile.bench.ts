@@ -29,9 +29,9 @@ import {
   type Reservation,
 } from "@ipamkit/core";
 import { type KubeTestServer, startKubeTestServer } from "@ipamkit/kube-test-server";
-import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
+import { createKubernetesPodSource, createKubernetesStore } from "@ipamkit/storage-kubernetes";
 import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
-import { createKubernetesPodSource, type PodSource } from "../src/pod-source.js";
+import type { PodSource } from "../src/ports.js";
 import { type ReconcileReport, reconcileOnce } from "../src/reconcile.js";
 import { measure, median, type Sample } from "./measure.js";
 

@@ -1,22 +1,20 @@
 import { InvalidRequestError } from "@ipamkit/core";
-import type { KubeConfig } from "@kubernetes/client-node";
 import pino from "pino";
-import { watchPods } from "./pod-watch.js";
+import type { PodWatch } from "./ports.js";
 import { type ReconcileOptions, type ReconcileReport, reconcileOnce } from "./reconcile.js";
 
 /** After a failed full pass, the next one comes this soon (or at the resync, if sooner). */
 const RETRY_FULL_MS = 30_000;
 
 export interface PodControllerOptions extends Omit<ReconcileOptions, "podRefs"> {
-  kubeConfig: KubeConfig;
+  /** Pod events (storage-kubernetes' createKubernetesPodWatch). */
+  podWatch: PodWatch;
   /** A full reconcile at start and then this often (default 10 min): catches what the watch missed. */
   resyncMs?: number;
   /** Pod events are gathered this long into one targeted pass (default 500 ms). */
   debounceMs?: number;
   /** Called after every pass. */
   onPass?: (pass: { kind: "full" | "targeted"; report?: ReconcileReport; error?: Error }) => void;
-  /** Options of the pod watch, for tests. */
-  watch?: { timeoutSeconds?: number; retryMs?: number };
 }
 
 /**
@@ -30,7 +28,7 @@ export async function runPodController(options: PodControllerOptions, signal: Ab
   if (!(resyncMs > 0)) throw new InvalidRequestError("resyncMs must be positive");
   if (!(debounceMs >= 0)) throw new InvalidRequestError("debounceMs must be zero or positive");
   const logger = options.logger ?? pino({ level: "silent" });
-  const { kubeConfig, resyncMs: _r, debounceMs: _d, onPass, watch, ...reconcile } = options;
+  const { podWatch, resyncMs: _r, debounceMs: _d, onPass, ...reconcile } = options;
 
   let pending = new Set<string>();
   let fullDue = true;
@@ -43,11 +41,9 @@ export async function runPodController(options: PodControllerOptions, signal: Ab
       wake?.();
     }, delayMs);
   };
-  const watching = watchPods({
-    kubeConfig,
+  const watching = podWatch.watch({
     logger,
     signal,
-    ...watch,
     onGone: (podRef) => {
       pending.add(podRef);
       poke(debounceMs);

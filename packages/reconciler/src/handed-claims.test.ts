@@ -10,7 +10,7 @@ import {
   parseRange,
 } from "@ipamkit/core";
 import { describe, expect, it } from "vitest";
-import type { PodSource } from "./pod-source.js";
+import type { PodSource } from "./ports.js";
 import { RELIST_MIN, reconcileOnce } from "./reconcile.js";
 
 const range = parseRange({ range: "10.7.0.0/24" });
@@ -68,8 +68,8 @@ const holderOf = async (store: IpamStore, ref: ClaimRef) => (await store.readCla
  * releases.
  */
 describe.each([
-  ["separate writes (like Kubernetes)", { claimScans: true }],
-  ["atomic commits and claim batches", { claimScans: true, atomicCommit: true, claimBatches: true }],
+  ["separate writes (like Kubernetes)", { bulkLists: true }],
+  ["atomic commits and claim batches", { bulkLists: true, transactions: true, batchReads: true }],
 ] as [string, MemoryStoreOptions][])("claims scanned for the releases, on a memory store with %s", (_label, storeOptions) => {
   it("a mass release reads its claims in one scan, none one by one, and deletes exactly the released addresses' claims", async () => {
     const store = createMemoryStore(storeOptions);

@@ -9,7 +9,7 @@ import {
   poolId,
 } from "@ipamkit/core";
 import { describe, expect, it } from "vitest";
-import type { PodSource } from "./pod-source.js";
+import type { PodSource } from "./ports.js";
 import { reconcileOnce } from "./reconcile.js";
 
 const POOLS = 3;
@@ -75,7 +75,7 @@ const holders = async (store: IpamStore, i: number) =>
 /** How often pool 1 is read when something else was placed in it meanwhile: a whole-pool write conflicts, an entry-level one does not. */
 describe.each([
   ["pool-level writes", {}, 2],
-  ["entry-level commits (like etcd)", { atomicCommit: true, entryWrites: true }, 1],
+  ["entry-level commits (like etcd)", { transactions: true, entryWrites: true }, 1],
 ])("reconcileOnce on a memory store with %s", (_label, storeOptions, pool1Reads) => {
   it("releases each pool's orphans starting from the pool as observed: one read per pool in all", async () => {
     const store = createMemoryStore(storeOptions);

@@ -93,7 +93,7 @@ describe("observePools", () => {
   });
 
   it("reads every pool in one scan where the store offers scanPools: no listing, no read each, the same observation", async () => {
-    const { store, refs } = await pools({ poolScans: true });
+    const { store, refs } = await pools({ bulkLists: true });
     const calls = { scan: 0, list: 0, read: 0 };
     const counted: IpamStore = {
       ...store,
@@ -121,7 +121,7 @@ describe("observePools", () => {
   });
 
   it("reports a pool the scan could not read in its place, with the others", async () => {
-    const { store, refs } = await pools({ poolScans: true });
+    const { store, refs } = await pools({ bulkLists: true });
     const bad = refs[4] as PoolRef;
     const scanning = delegatingStore(store, {
       scanPools: async () =>

@@ -2,7 +2,7 @@ import { attachmentKey, createIpam, type IpamStore, type PodFacts, parseRange } 
 import { type EtcdInstance, startEtcd } from "@ipamkit/etcd-launcher";
 import { createEtcdStore } from "@ipamkit/storage-etcd";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { PodSource } from "../src/pod-source.js";
+import type { PodSource } from "../src/ports.js";
 import { reconcileOnce } from "../src/reconcile.js";
 
 /**

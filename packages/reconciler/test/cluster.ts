@@ -1,10 +1,10 @@
 import { createIpam, type Ipam, type IpamStore, parseRange } from "@ipamkit/core";
 import { binaryPaths, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { type KubeTestServer, startKubeTestServer } from "@ipamkit/kube-test-server";
-import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
+import { createKubernetesPodSource, createKubernetesStore } from "@ipamkit/storage-kubernetes";
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
-import { createKubernetesPodSource, type PodSource } from "../src/pod-source.js";
+import type { PodSource } from "../src/ports.js";
 
 export const POOL_NS = "kube-system";
 /** The namespace of the leader-election Lease in the tests. */

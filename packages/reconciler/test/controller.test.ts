@@ -1,4 +1,5 @@
 import { attachmentKey } from "@ipamkit/core";
+import { createKubernetesPodWatch } from "@ipamkit/storage-kubernetes";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { type PodControllerOptions, runPodController } from "../src/controller.js";
 import type { ReconcileReport } from "../src/reconcile.js";
@@ -28,7 +29,7 @@ function start(extra: Partial<PodControllerOptions> = {}): void {
     {
       store: cluster.store,
       pods: cluster.pods,
-      kubeConfig: cluster.kubeConfig,
+      podWatch: createKubernetesPodWatch({ kubeConfig: cluster.kubeConfig }),
       resyncMs: 3_600_000,
       debounceMs: 50,
       onPass: (p) => passes.push(p),
@@ -86,7 +87,7 @@ it("a pod deleted or finished while running loses its IP in a targeted pass; the
 });
 
 it("keeps watching across server-side watch timeouts", async () => {
-  start({ watch: { timeoutSeconds: 1, retryMs: 50 } });
+  start({ podWatch: createKubernetesPodWatch({ kubeConfig: cluster.kubeConfig, timeoutSeconds: 1, retryMs: 50 }) });
   await until(() => passes.length > 0, "the first pass");
   await new Promise((r) => setTimeout(r, 2_500));
   await cluster.createPod({ name: "late" });

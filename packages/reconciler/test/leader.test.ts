@@ -1,10 +1,15 @@
 import { hostname } from "node:os";
 import { InvalidRequestError } from "@ipamkit/core";
-import { formatMicroTime, parseMicroTime } from "@ipamkit/storage-kubernetes";
+import {
+  createLeaderElector,
+  formatMicroTime,
+  type LeaderElectionOptions,
+  type LeaderElector,
+  parseMicroTime,
+} from "@ipamkit/storage-kubernetes";
 import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import pino from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createLeaderElector, type LeaderElectionOptions, type LeaderElector } from "../src/leader.js";
 import { type Cluster, clusterTargets, LEASE_NS, standIn } from "./cluster.js";
 
 const NS = LEASE_NS;
@@ -36,8 +41,9 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const aborted = (signal: AbortSignal) => new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve()));
 
 /**
- * Records the timers that `src/leader.ts` creates and have neither fired nor been cleared
- * (the global setTimeout is looked up at call time, so replacing it sees the elector's timers).
+ * Records the timers that storage-kubernetes' `src/leader-election.ts` and `src/leader-lease.ts`
+ * create and have neither fired nor been cleared (the global setTimeout is looked up at call
+ * time, so replacing it sees the elector's timers).
  */
 function trackLeaderTimers() {
   const pending = new Set<ReturnType<typeof setTimeout>>();
@@ -47,7 +53,7 @@ function trackLeaderTimers() {
       pending.delete(handle);
       callback(...args);
     }, ms);
-    if (new Error().stack?.includes("/src/leader.ts")) pending.add(handle);
+    if (/\/src\/leader-(election|lease)\.ts/.test(new Error().stack ?? "")) pending.add(handle);
     return handle;
   }) as unknown as typeof setTimeout;
   globalThis.clearTimeout = ((handle: ReturnType<typeof setTimeout> | undefined) => {

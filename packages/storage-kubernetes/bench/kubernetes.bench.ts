@@ -13,7 +13,8 @@
 import { attachmentKey, createIpam, Pool, parseCidr, parseRange, type Reservation } from "@ipamkit/core";
 import { startKubeTestServer } from "@ipamkit/kube-test-server";
 import { type ConfigurationOptions, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
-import { apiTransport, createKubernetesStore } from "../src/index.js";
+import { apiTransport } from "../src/api.js";
+import { createKubernetesStore } from "../src/index.js";
 import { ipPoolFor } from "../src/ippool.js";
 import { GROUP, RESERVATION, VERSION } from "../src/objects.js";
 

@@ -1,21 +1,40 @@
 import { podRefOf } from "@ipamkit/core";
-import { apiFailure, mapKubeError } from "@ipamkit/storage-kubernetes";
 import { CoreV1Api, type KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
-import type { Logger } from "pino";
-import { podFacts } from "./pod-facts.js";
+import { apiFailure, mapKubeError } from "./errors.js";
+import { podFacts } from "./pods.js";
 
-export interface PodWatchOptions {
-  kubeConfig: KubeConfig;
+/** What a watch logs to (a pino logger fits). */
+export interface WatchLogger {
+  warn(fields: object, message: string): void;
+  warn(message: string): void;
+}
+
+/** What the watch reports to (the reconciler's pod controller). */
+export interface PodWatchHandlers {
   /** A pod was deleted, became terminal (Succeeded/Failed) or is being evicted by the taint manager. */
   onGone: (podRef: string) => void;
   /** Events may have been missed (the watch fell out of the server's history): reconcile everything. */
   onGap: () => void;
-  logger: Logger;
+  logger: WatchLogger;
   signal: AbortSignal;
+}
+
+export interface KubernetesPodWatchOptions {
+  kubeConfig: KubeConfig;
   /** Server-side watch timeout (default 300 s); the watch then resumes from the last version seen. */
   timeoutSeconds?: number;
   /** Pause before resuming a failed watch (default 1000 ms). */
   retryMs?: number;
+}
+
+/** Watches every pod of the cluster (the reconciler's `PodWatch`). */
+export interface KubernetesPodWatch {
+  /** Resolves when `handlers.signal` aborts. */
+  watch(handlers: PodWatchHandlers): Promise<void>;
+}
+
+export function createKubernetesPodWatch(options: KubernetesPodWatchOptions): KubernetesPodWatch {
+  return { watch: (handlers) => watchPods({ ...options, ...handlers }) };
 }
 
 /** Whether a pod event means the pod's reservations may now be orphaned. */
@@ -40,7 +59,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * server no longer has that history (410 Expired) it starts over and reports a gap. Resolves when
  * `signal` aborts.
  */
-export async function watchPods(options: PodWatchOptions): Promise<void> {
+async function watchPods(options: KubernetesPodWatchOptions & PodWatchHandlers): Promise<void> {
   const { signal, logger } = options;
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
   const watch = new Watch(options.kubeConfig);

@@ -1,10 +1,28 @@
 import { InvalidRequestError, type PodFacts, podRefOf } from "@ipamkit/core";
-import { apiFailure, apiTransport, mapKubeError, retryOnReset } from "@ipamkit/storage-kubernetes";
-import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { podFacts } from "./pod-facts.js";
+import { CoreV1Api, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { apiTransport, retryOnReset } from "./api.js";
+import { apiFailure, mapKubeError } from "./errors.js";
+import { parseNetworkStatus } from "./network-status.js";
 
-/** Where the reconciler learns which pods are alive. */
-export interface PodSource {
+/** The pod as the reconciler's planner sees it (core's PodFacts). */
+export function podFacts(pod: V1Pod): PodFacts {
+  const meta = pod.metadata ?? {};
+  const networkStatus = parseNetworkStatus(meta.annotations);
+  const evicted = (pod.status?.conditions ?? []).some(
+    (c) => c.type === "DisruptionTarget" && c.status === "True" && c.reason === "DeletionByTaintManager",
+  );
+  return {
+    namespace: meta.namespace ?? "",
+    name: meta.name ?? "",
+    uid: meta.uid ?? "",
+    phase: pod.status?.phase ?? "Pending",
+    evictedByTaintManager: evicted,
+    ...(networkStatus === undefined ? {} : { networkStatus }),
+  };
+}
+
+/** Which pods are alive, read from the Kubernetes API (the reconciler's `PodSource`). */
+export interface KubernetesPodSource {
   /** Every pod, by `namespace/name`. */
   list(): Promise<Map<string, PodFacts>>;
   /** One pod now (a fresh read, for re-validation before a release); undefined when it does not exist. */
@@ -24,7 +42,7 @@ export interface KubernetesPodSourceOptions {
 const LIST_RESTARTS = 3;
 
 /** Pods from the Kubernetes API, listed cluster-wide page by page over one consistent snapshot. */
-export function createKubernetesPodSource(options: KubernetesPodSourceOptions): PodSource {
+export function createKubernetesPodSource(options: KubernetesPodSourceOptions): KubernetesPodSource {
   const pageSize = options.pageSize ?? 500;
   if (!Number.isInteger(pageSize) || pageSize < 1) throw new InvalidRequestError("pageSize must be a positive integer");
   const call = apiTransport(options.requestTimeoutMs ?? 30_000);
