@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { agentSettings, memoizedFs } from "./agent-settings.js";
+import { agentSettings } from "./agent-settings.js";
 import { loadIpamConfig } from "./config.js";
-import { DEFAULT_FLAT_FILE_PATHS } from "./config-paths.js";
 
 const files = (entries: Record<string, string>) => ({ exists: (p: string) => p in entries, readText: (p: string) => entries[p] ?? "" });
 const conf = (ipam: Record<string, unknown>) =>
@@ -33,39 +32,5 @@ describe("agentSettings", () => {
     });
     expect(() => loadIpamConfig(conf({ agent_required: true }), { fs, command: "ADD" })).toThrow(/agent_required.*needs ipam.agent_socket/);
     expect(() => loadIpamConfig(conf({ agent_socket: "a.sock" }), { fs, command: "ADD" })).toThrow(/agent_socket/);
-  });
-});
-
-describe("memoizedFs", () => {
-  it("reads a file once for the routing check and the config load of one call", () => {
-    const reads: string[] = [];
-    const fs = memoizedFs({
-      exists: (p) => p === "/flat/whereabouts.conf",
-      readText: (p) => {
-        reads.push(p);
-        return '{"agent_socket":"/run/f.sock"}';
-      },
-    });
-    const stdin = conf({});
-    expect(agentSettings(stdin, fs)?.socket).toBe("/run/f.sock");
-    expect(loadIpamConfig(stdin, { fs, command: "ADD" }).agent?.socket).toBe("/run/f.sock");
-    expect(reads).toEqual(["/flat/whereabouts.conf"]);
-  });
-
-  it("asks once whether each candidate path exists, present or not", () => {
-    const asked: string[] = [];
-    const fs = memoizedFs({
-      exists: (p) => {
-        asked.push(p);
-        return false;
-      },
-      readText: () => {
-        throw new Error("nothing to read");
-      },
-    });
-    const stdin = conf({ agent_socket: "/run/a.sock", configuration_path: "/etc/flat" });
-    expect(agentSettings(stdin, fs)?.socket).toBe("/run/a.sock");
-    expect(loadIpamConfig(stdin, { fs, command: "ADD" }).flatFile).toBeUndefined();
-    expect(asked).toEqual(["/etc/flat/whereabouts.conf", ...DEFAULT_FLAT_FILE_PATHS]);
   });
 });

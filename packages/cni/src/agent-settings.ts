@@ -20,38 +20,15 @@ export function isAgentTimeout(value: unknown): value is number {
   return typeof value === "number" && value > 0 && value <= AGENT_TIMEOUT_MAX_SECONDS;
 }
 
-/**
- * File access that asks about each file once: the flat file is looked up for `agent_socket` and
- * again by the plugin (or the agent) for the same call.
- */
-export function memoizedFs(base: ConfigFs): ConfigFs {
-  const texts = new Map<string, string>();
-  const present = new Map<string, boolean>();
-  return {
-    exists(path) {
-      if (texts.has(path)) return true;
-      let exists = present.get(path);
-      if (exists === undefined) {
-        exists = base.exists(path);
-        present.set(path, exists);
-      }
-      return exists;
-    },
-    readText(path) {
-      const text = texts.get(path) ?? base.readText(path);
-      texts.set(path, text);
-      return text;
-    },
-  };
-}
-
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
- * The binary's first question, before anything else is loaded: does this call go to the
- * node-local agent? `agent_socket` / `agent_required` from the inline `ipam` block, else from the
- * flat file (inline wins, as for every key). Anything unreadable → undefined: the direct path then
- * loads the config properly and reports what is wrong with it.
+ * The routing rule: does this call go to the node-local agent? `agent_socket` / `agent_required`
+ * from the inline `ipam` block, else from the flat file (inline wins, as for every key). Anything
+ * unreadable → undefined: the direct path then loads the config properly and reports what is wrong
+ * with it. Applied at run time only by the native binary (examples/cni-plugin/src/forwarder-route.h,
+ * its bounds generated from this file), whose tests check it against this function; the agent and
+ * direct mode never route a call again.
  */
 export function agentSettings(stdin: string, fs: ConfigFs): AgentSettings | undefined {
   let conf: unknown;
