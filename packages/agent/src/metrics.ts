@@ -65,34 +65,8 @@ const OPS: readonly Op[] = [
   "commit",
 ];
 
-/**
- * The agent's Prometheus metrics, on a registry of their own: CNI calls by command and result
- * code, call latency, store requests by operation and result (a compare-and-swap that lost is
- * `conflict`), conflicts retried by core, calls in flight, open stores, and Node's process metrics.
- */
-export function createAgentMetrics(): AgentMetrics {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "ipamkit_agent_" });
-  const calls = new Counter({
-    name: "ipamkit_cni_calls_total",
-    help: "CNI calls answered by the agent, by command and CNI result code (0 success).",
-    labelNames: ["command", "code"] as const,
-    registers: [registry],
-  });
-  const duration = new Histogram({
-    name: "ipamkit_cni_call_duration_seconds",
-    help: "Time from a CNI call's request to its answer, by command.",
-    labelNames: ["command"] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
-  const requests = new Counter({
-    name: "ipamkit_store_requests_total",
-    help: "Requests to the store, by store, operation and result (ok, conflict: a compare-and-swap that lost, error).",
-    labelNames: ["store", "op", "result"] as const,
-    registers: [registry],
-  });
-  const agents: (() => AgentStats)[] = [];
+/** Gauges and counters read from the watched agents' stats at each scrape. */
+function statsMetrics(registry: Registry, agents: readonly (() => AgentStats)[]): void {
   const fromStats = (name: string, help: string, read: (s: AgentStats) => number, kind: "counter" | "gauge") => {
     const collect = function (this: Counter | Gauge) {
       const value = agents.reduce((sum, stats) => sum + read(stats()), 0);
@@ -125,6 +99,37 @@ export function createAgentMetrics(): AgentMetrics {
     (s) => s.malformed,
     "counter",
   );
+}
+
+/**
+ * The agent's Prometheus metrics, on a registry of their own: CNI calls by command and result
+ * code, call latency, store requests by operation and result (a compare-and-swap that lost is
+ * `conflict`), conflicts retried by core, calls in flight, open stores, and Node's process metrics.
+ */
+export function createAgentMetrics(): AgentMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: "ipamkit_agent_" });
+  const calls = new Counter({
+    name: "ipamkit_cni_calls_total",
+    help: "CNI calls answered by the agent, by command and CNI result code (0 success).",
+    labelNames: ["command", "code"] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: "ipamkit_cni_call_duration_seconds",
+    help: "Time from a CNI call's request to its answer, by command.",
+    labelNames: ["command"] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const requests = new Counter({
+    name: "ipamkit_store_requests_total",
+    help: "Requests to the store, by store, operation and result (ok, conflict: a compare-and-swap that lost, error).",
+    labelNames: ["store", "op", "result"] as const,
+    registers: [registry],
+  });
+  const agents: (() => AgentStats)[] = [];
+  statsMetrics(registry, agents);
 
   const counted =
     <A extends unknown[], R>(store: string, op: Op, fn: (...args: A) => Promise<R>) =>
