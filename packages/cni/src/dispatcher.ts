@@ -3,7 +3,7 @@ import { add, type CommandContext, check, del, gc, status } from "./commands.js"
 import { type ConfigCache, prepareConfig } from "./config-cache.js";
 import { checkEnv, parseCniArgs, readEnv } from "./env.js";
 import { CNI_CODES, CniError, errorJson, toCniError } from "./errors.js";
-import { type ConfigFs, type IpamConfig, SUPPORTED_VERSIONS } from "./types.js";
+import { type CniCommand, type ConfigFs, type IpamConfig, SUPPORTED_VERSIONS } from "./types.js";
 import { commandAllowed, versionResult } from "./versions.js";
 
 /** Everything the plugin touches, passed in: tests never touch process.env or the real streams. */
@@ -36,6 +36,40 @@ function holderOf(args: { podNamespace?: string; podName?: string }, containerId
   return `ipamkit/${pod}/${(containerId ?? "").slice(0, 12)}/${Math.random().toString(16).slice(2, 10)}`;
 }
 
+/** VERSION: the supported versions, in the config's cniVersion when stdin names one. */
+async function answerVersion(options: DispatcherOptions): Promise<number> {
+  let cniVersion: string = SUPPORTED_VERSIONS[SUPPORTED_VERSIONS.length - 1] as string;
+  const input = await options.stdin().catch(() => "");
+  try {
+    const v = (JSON.parse(input) as { cniVersion?: unknown }).cniVersion;
+    if (typeof v === "string" && v !== "") cniVersion = v;
+  } catch {
+    // VERSION ignores an unreadable stdin, like the reference skel
+  }
+  options.stdout(`${JSON.stringify(versionResult(cniVersion))}\n`);
+  return 0;
+}
+
+async function runCommand(command: Exclude<CniCommand, "VERSION">, ctx: CommandContext, stdout: (text: string) => void): Promise<void> {
+  switch (command) {
+    case "ADD":
+      stdout(`${JSON.stringify(await add(ctx))}\n`);
+      break;
+    case "DEL":
+      await del(ctx);
+      break;
+    case "CHECK":
+      await check(ctx);
+      break;
+    case "GC":
+      await gc(ctx);
+      break;
+    case "STATUS":
+      await status(ctx);
+      break;
+  }
+}
+
 /** Runs one CNI invocation; returns the exit code. Errors are CNI error JSON on stdout, exit 1. */
 export async function dispatch(options: DispatcherOptions): Promise<number> {
   let cniVersion: string = SUPPORTED_VERSIONS[SUPPORTED_VERSIONS.length - 1] as string;
@@ -45,17 +79,7 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
       options.stderr(`${ABOUT}\nCNI protocol versions supported: ${SUPPORTED_VERSIONS.join(", ")}\n`);
       return 0;
     }
-    if (env.command === "VERSION") {
-      const input = await options.stdin().catch(() => "");
-      try {
-        const v = (JSON.parse(input) as { cniVersion?: unknown }).cniVersion;
-        if (typeof v === "string" && v !== "") cniVersion = v;
-      } catch {
-        // VERSION ignores an unreadable stdin, like the reference skel
-      }
-      options.stdout(`${JSON.stringify(versionResult(cniVersion))}\n`);
-      return 0;
-    }
+    if (env.command === "VERSION") return await answerVersion(options);
     checkEnv(options.env, env.command);
     const command = env.command;
     let stdin: string;
@@ -89,23 +113,7 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
           ? { key: attachmentKey({ containerId: env.containerId, ifName: env.ifName }) }
           : {}),
       };
-      switch (command) {
-        case "ADD":
-          options.stdout(`${JSON.stringify(await add(ctx))}\n`);
-          break;
-        case "DEL":
-          await del(ctx);
-          break;
-        case "CHECK":
-          await check(ctx);
-          break;
-        case "GC":
-          await gc(ctx);
-          break;
-        case "STATUS":
-          await status(ctx);
-          break;
-      }
+      await runCommand(command, ctx, options.stdout);
     } finally {
       await store.close().catch(() => undefined);
     }
