@@ -2,7 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SUPPORTED_VERSIONS } from "@ipamkit/cni";
+import { ERROR_MSG_BYTES, MAX_ERROR_ANSWER_BYTES, SUPPORTED_VERSIONS } from "@ipamkit/cni";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AGENT, type AgentProcess, startAgentProcess } from "../test/agent-process.js";
 import { cniEnv, PLUGIN, PLUGIN_NODE, runPlugin } from "../test/run-plugin.js";
@@ -78,6 +78,19 @@ describe("a host without Node.js", () => {
       msg: expect.stringMatching(/direct mode needs Node\.js.*"node" is not in PATH \(\/nonexistent-bin\)/),
     });
     expect(r.stdout + r.stderr).not.toMatch(/env:|No such file/);
+  });
+
+  it("the binary's own error answers are bounded as errorJson bounds them (msg ≤ ERROR_MSG_BYTES, ≤ 4 KiB)", async () => {
+    // a search path of 20 000 bytes, control characters included (each escaped to 6 bytes in JSON)
+    const path = `/nonexistent-bin:${"\u0001/x".repeat(2_000)}${"/y".repeat(4_000)}`;
+    const r = await runPlugin(cniEnv("ADD", "n4", "net1", { PATH: path }), netconf("", { agent_socket: undefined }), binDir());
+    expect(r.code).toBe(1);
+    expect(r.json).toMatchObject({ cniVersion: "1.0.0", code: 50 });
+    const msg = String(r.json?.msg);
+    expect(msg).toMatch(/^this call needs direct mode .*"node" is not in PATH \(\/nonexistent-bin:\u0001\/x/);
+    expect(msg.endsWith("…")).toBe(true);
+    expect(Buffer.byteLength(JSON.stringify(msg)) - 2).toBeLessThanOrEqual(ERROR_MSG_BYTES);
+    expect(Buffer.byteLength(r.stdout)).toBeLessThanOrEqual(MAX_ERROR_ANSWER_BYTES);
   });
 
   it("with the agent running, ADD and DEL need nothing but the binary", async () => {
