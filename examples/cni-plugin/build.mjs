@@ -108,7 +108,6 @@ async function generatedDefines() {
   const list = (items) => items.map(c).join(",");
   return [
     `-DIPAMKIT_VERSIONS_JSON=${c(list(t.SUPPORTED_VERSIONS))}`,
-    `-DIPAMKIT_VERSIONS_TEXT=${c(t.SUPPORTED_VERSIONS.join(", "))}`,
     `-DIPAMKIT_DEFAULT_VERSION=${c(t.SUPPORTED_VERSIONS.at(-1))}`,
     `-DIPAMKIT_FLAT_FILE_PATHS=${list(t.DEFAULT_FLAT_FILE_PATHS)}`,
     `-DIPAMKIT_FLAT_FILE_NAME=${c(t.FLAT_FILE_NAME)}`,

@@ -45,7 +45,7 @@ static const char *errno_name(int e) {
   }
 }
 
-// Waits for fd until the monotonic deadline; 0 ready, -1 timed out.
+// Waits for fd until the monotonic deadline; 0 ready, -1 when the deadline passed.
 static int wait_fd(int fd, short events, double until) {
   for (;;) {
     double left = until - now_ms(CLOCK_MONOTONIC);
@@ -70,7 +70,7 @@ static enum outcome ask_agent(const struct route *route, const struct buf *req, 
     if (errno == EINTR) continue;
     if (errno == EAGAIN && wait_fd(fd, POLLOUT, until) == 0) continue;
     result = errno == EAGAIN ? TIMED_OUT : UNREACHABLE;
-    snprintf(why, size, "%s", errno == EAGAIN ? "timed out" : errno_name(errno));
+    snprintf(why, size, "%s", errno == EAGAIN ? IPAMKIT_T_TIMED_OUT : errno_name(errno));
     close(fd);
     return result;
   }
@@ -79,8 +79,7 @@ static enum outcome ask_agent(const struct route *route, const struct buf *req, 
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0 || (peer.uid != 0 && (long)peer.uid != route->uid)) {
     char uid[32];
     snprintf(uid, sizeof uid, "%ld", route->uid);
-    snprintf(why, size, "refusing it: the socket is served by uid %ld, which is neither root nor agent_uid (%s)",
-             peer_len == sizeof peer ? (long)peer.uid : -1L, route->uid < 0 ? "unset" : uid);
+    snprintf(why, size, IPAMKIT_T_PEER_REFUSED, peer_len == sizeof peer ? (long)peer.uid : -1L, route->uid < 0 ? "unset" : uid);
     close(fd);
     return REFUSED;
   }
@@ -107,7 +106,7 @@ out:
   if (result != ANSWERED) {
     int timed_out = now_ms(CLOCK_MONOTONIC) >= until;
     result = timed_out ? TIMED_OUT : FAILED;
-    snprintf(why, size, "%s", timed_out ? "timed out" : answer->len ? "answer is not JSON" : "closed without an answer");
+    snprintf(why, size, "%s", timed_out ? IPAMKIT_T_TIMED_OUT : answer->len ? IPAMKIT_T_NOT_JSON : IPAMKIT_T_NO_ANSWER);
   }
   close(fd);
   return result;

@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CNI_CODES, ERROR_MSG_BYTES } from "@ipamkit/cni";
+import { ABOUT_TEXT, CNI_CODES, DEFAULT_ERROR_VERSION, ERROR_MSG_BYTES } from "@ipamkit/cni";
 import { describe, expect, it } from "vitest";
-import { FORWARDER_ERRORS, forwarderCodesHeader } from "./forwarder-errors.js";
+import { FORWARDER_ERRORS, FORWARDER_TEXTS, forwarderCodesHeader } from "./forwarder-errors.js";
 
 // The native forwarder's codes and fixed messages are generated from the TypeScript tables
 // (build.mjs writes src/forwarder-codes.h): the C code holds none of its own.
@@ -34,6 +34,11 @@ describe("src/forwarder-codes.h", () => {
     const found = defines(header());
     for (const [name, code] of Object.entries(CNI_CODES)) expect(found.get(`IPAMKIT_CODE_${name}`), name).toBe(String(code));
     expect(found.get("IPAMKIT_ERROR_MSG_BYTES")).toBe(String(ERROR_MSG_BYTES));
+    expect(JSON.parse(found.get("IPAMKIT_ERROR_VERSION") ?? "null")).toBe(DEFAULT_ERROR_VERSION);
+    // C and JSON string literals agree for these texts (ASCII, escapes \" \\ \n only)
+    for (const [name, text] of Object.entries(FORWARDER_TEXTS))
+      expect(JSON.parse(found.get(`IPAMKIT_T_${name}`) ?? "null"), name).toBe(text);
+    expect(FORWARDER_TEXTS.ABOUT).toBe(ABOUT_TEXT);
     for (const [name, { code, format }] of Object.entries(FORWARDER_ERRORS)) {
       const value = found.get(`IPAMKIT_E_${name}`) ?? "";
       const [, codeName, literal] = /^(IPAMKIT_CODE_\w+), (".*")$/.exec(value) ?? [];
@@ -43,6 +48,14 @@ describe("src/forwarder-codes.h", () => {
   });
 
   it("is the only source of codes and messages in the C files: no number or text is passed to cni_fail by hand", () => {
+    // and no fixed text of the table is written out in C
+    for (const file of readdirSync(src).filter((f) => /^forwarder.*\.[ch]$/.test(f) && f !== "forwarder-codes.h")) {
+      const text = readFileSync(join(src, file), "utf8");
+      for (const fixed of [...Object.values(FORWARDER_TEXTS), ...Object.values(FORWARDER_ERRORS).map((e) => e.format)]) {
+        const start = (fixed.split("%")[0] ?? "").slice(0, 24);
+        if (start.length >= 8) expect(text.includes(start), `${file} spells out ${JSON.stringify(fixed)}`).toBe(false);
+      }
+    }
     const files = readdirSync(src).filter((f) => /^forwarder.*\.[ch]$/.test(f) && f !== "forwarder-codes.h");
     expect(files).toContain("forwarder.c");
     const calls: string[] = [];

@@ -1,4 +1,4 @@
-import { CNI_CODES, ERROR_MSG_BYTES } from "@ipamkit/cni";
+import { ABOUT_TEXT, CNI_CODES, DEFAULT_ERROR_VERSION, ERROR_MSG_BYTES } from "@ipamkit/cni";
 
 /**
  * Every CNI error the native forwarder (src/forwarder.c) answers itself: its code, taken from
@@ -48,6 +48,22 @@ export const FORWARDER_ERRORS = {
   AGENT_REFUSED: { code: CNI_CODES.TRY_AGAIN_LATER, format: "ipamkit agent at %s: %s" },
 } as const satisfies Record<string, { code: number; format: string }>;
 
+/**
+ * The forwarder's other fixed texts: the about text (@ipamkit/cni's), the note of a call run
+ * directly, and the reasons it gives for an agent that did not answer (the `%s` after the socket in
+ * the AGENT_* messages).
+ */
+export const FORWARDER_TEXTS = {
+  ABOUT: ABOUT_TEXT,
+  RUNNING_DIRECTLY: "ipamkit: ipamkit agent at %s: %s; running the call directly\n",
+  PEER_REFUSED: "refusing it: the socket is served by uid %ld, which is neither root nor agent_uid (%s)",
+  REQUEST_TOO_LARGE: "the request is too large",
+  NOT_THIS_PROTOCOL: "answer is not a response of this protocol",
+  TIMED_OUT: "timed out",
+  NOT_JSON: "answer is not JSON",
+  NO_ANSWER: "closed without an answer",
+} as const satisfies Record<string, string>;
+
 /** IPAMKIT_CODE_<the CNI_CODES name of `code`>. */
 function codeName(code: number): string {
   const found = Object.entries(CNI_CODES).find(([, value]) => value === code);
@@ -55,14 +71,15 @@ function codeName(code: number): string {
   return `IPAMKIT_CODE_${found[0]}`;
 }
 
-/** A C string literal of ASCII text. */
+/** A C string literal of ASCII text (newlines allowed). */
 function cString(text: string): string {
-  if (!/^[\x20-\x7e]*$/.test(text)) throw new Error(`forwarder-errors: not printable ASCII: ${JSON.stringify(text)}`);
-  return `"${text.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
+  if (!/^[\x20-\x7e\n]*$/.test(text)) throw new Error(`forwarder-errors: not printable ASCII: ${JSON.stringify(text)}`);
+  return `"${text.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n")}"`;
 }
 
 /**
- * src/forwarder-codes.h: the bound of an error's msg (IPAMKIT_ERROR_MSG_BYTES), each CNI code as IPAMKIT_CODE_<NAME>, and each forwarder error as
+ * src/forwarder-codes.h: the bound of an error's msg (IPAMKIT_ERROR_MSG_BYTES) and its default
+ * version (IPAMKIT_ERROR_VERSION), each fixed text as IPAMKIT_T_<NAME>, each CNI code as IPAMKIT_CODE_<NAME>, and each forwarder error as
  * IPAMKIT_E_<NAME>, which expands to `<code>, "<format>"` (the two arguments of forwarder.c's cni_fail).
  */
 export function forwarderCodesHeader(): string {
@@ -72,7 +89,9 @@ export function forwarderCodesHeader(): string {
     "#ifndef IPAMKIT_FORWARDER_CODES_H",
     "#define IPAMKIT_FORWARDER_CODES_H",
     `#define IPAMKIT_ERROR_MSG_BYTES ${ERROR_MSG_BYTES}`,
+    `#define IPAMKIT_ERROR_VERSION ${cString(DEFAULT_ERROR_VERSION)}`,
     ...Object.entries(CNI_CODES).map(([name, code]) => `#define IPAMKIT_CODE_${name} ${code}`),
+    ...Object.entries(FORWARDER_TEXTS).map(([name, text]) => `#define IPAMKIT_T_${name} ${cString(text)}`),
     ...Object.entries(FORWARDER_ERRORS).map(
       ([name, { code, format }]) => `#define IPAMKIT_E_${name} ${codeName(code)}, ${cString(format)}`,
     ),

@@ -33,7 +33,7 @@
 #include "forwarder-codes.h"
 #include "forwarder-route.h"
 
-#if !defined(IPAMKIT_VERSIONS_JSON) || !defined(IPAMKIT_VERSIONS_TEXT) || !defined(IPAMKIT_DEFAULT_VERSION)
+#if !defined(IPAMKIT_VERSIONS_JSON) || !defined(IPAMKIT_DEFAULT_VERSION)
 #error "build.mjs generates the IPAMKIT_* macros from packages/cni; build with `node build.mjs`"
 #endif
 
@@ -174,7 +174,7 @@ static int append_json_string_max(struct buf *b, const char *s, size_t n, size_t
 // errorJson bounds every other error answer (msg at most IPAMKIT_ERROR_MSG_BYTES, the whole answer within 4 KiB).
 __attribute__((format(printf, 3, 4))) static int cni_fail(const struct buf *in, int code, const char *format, ...) {
   char version[256], text[2 * IPAMKIT_ERROR_MSG_BYTES];
-  config_version(in, version, sizeof version, "1.1.0");
+  config_version(in, version, sizeof version, IPAMKIT_ERROR_VERSION);
   va_list args;
   va_start(args, format);
   vsnprintf(text, sizeof text, format, args);
@@ -193,8 +193,7 @@ __attribute__((format(printf, 3, 4))) static int cni_fail(const struct buf *in, 
 // VERSION (the supported versions generated from @ipamkit/cni) and the "about" text, as skel does.
 static int answer_version(const char *command, struct buf *in) {
   if (!command || !*command) {
-    const char *about = "ipamkit CNI IPAM plugin\nCNI protocol versions supported: " IPAMKIT_VERSIONS_TEXT "\n";
-    write_all(2, about, strlen(about));
+    write_all(2, IPAMKIT_T_ABOUT, strlen(IPAMKIT_T_ABOUT));
     return 0;
   }
   // VERSION ignores an unreadable stdin, like the reference skel
@@ -271,7 +270,7 @@ static int agent_failed(const struct route *route, enum outcome outcome, const c
     return outcome == UNREACHABLE ? cni_fail(in, IPAMKIT_E_AGENT_NOT_RUNNING_NO_NODE, socket, why)
                                   : cni_fail(in, IPAMKIT_E_AGENT_FAILED_NO_NODE, socket, why);
   char note[PATH_MAX + 1024];
-  snprintf(note, sizeof note, "ipamkit: ipamkit agent at %s: %s; running the call directly\n", socket, why);
+  snprintf(note, sizeof note, IPAMKIT_T_RUNNING_DIRECTLY, socket, why);
   return run_direct(in, note);
 }
 
@@ -287,11 +286,11 @@ int main(void) {
   double until = now_ms(CLOCK_MONOTONIC) + route.timeout_seconds * 1000.0;
   struct buf req = STATIC_BUF(request_space), answer = STATIC_BUF(answer_space);
   if (build_request(&req, route.socket, now_ms(CLOCK_REALTIME) + route.timeout_seconds * 1000.0, &in) || req.len > MAX_REQUEST_BYTES)
-    return agent_failed(&route, FAILED, "the request is too large", &in);
+    return agent_failed(&route, FAILED, IPAMKIT_T_REQUEST_TOO_LARGE, &in);
   char why[256];
   enum outcome outcome = ask_agent(&route, &req, &answer, until, why, sizeof why);
   if (outcome != ANSWERED) return agent_failed(&route, outcome, why, &in);
   int code = relay(&answer);
   if (code >= 0) return code;
-  return agent_failed(&route, FAILED, "answer is not a response of this protocol", &in);
+  return agent_failed(&route, FAILED, IPAMKIT_T_NOT_THIS_PROTOCOL, &in);
 }

@@ -87,7 +87,8 @@ describe("a host without Node.js", () => {
     expect(r.code).toBe(1);
     expect(r.json).toMatchObject({ cniVersion: "1.0.0", code: 50 });
     const msg = String(r.json?.msg);
-    expect(msg).toMatch(/^this call needs direct mode .*"node" is not in PATH \(\/nonexistent-bin:\u0001\/x/);
+    expect(msg.startsWith("this call needs direct mode")).toBe(true);
+    expect(msg).toContain('"node" is not in PATH (/nonexistent-bin:\u0001/x');
     expect(msg.endsWith("…")).toBe(true);
     expect(Buffer.byteLength(JSON.stringify(msg)) - 2).toBeLessThanOrEqual(ERROR_MSG_BYTES);
     expect(Buffer.byteLength(r.stdout)).toBeLessThanOrEqual(MAX_ERROR_ANSWER_BYTES);

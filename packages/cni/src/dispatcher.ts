@@ -28,7 +28,8 @@ export interface DispatcherOptions {
   configCache?: ConfigCache;
 }
 
-const ABOUT = "ipamkit CNI IPAM plugin";
+/** What the plugin prints on stderr when run without CNI_COMMAND (as skel does); the native binary prints the same (generated). */
+export const ABOUT_TEXT = `ipamkit CNI IPAM plugin\nCNI protocol versions supported: ${SUPPORTED_VERSIONS.join(", ")}\n`;
 
 /** A Lease holder identity: unique per call (two interfaces of one pod ADD at once), readable by people. */
 function holderOf(args: { podNamespace?: string; podName?: string }, containerId: string | undefined): string {
@@ -76,7 +77,7 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
   try {
     const env = readEnv(options.env);
     if (env.command === undefined) {
-      options.stderr(`${ABOUT}\nCNI protocol versions supported: ${SUPPORTED_VERSIONS.join(", ")}\n`);
+      options.stderr(ABOUT_TEXT);
       return 0;
     }
     if (env.command === "VERSION") return await answerVersion(options);

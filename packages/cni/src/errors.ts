@@ -138,8 +138,8 @@ export function errorAnswer(error: CniError, stdin: string): string {
   return errorJson(error, cniVersion);
 }
 
-/** The version of an error answer when the config names none. */
-const DEFAULT_ERROR_VERSION = "1.1.0";
+/** The version of an error answer when the config names none (the native forwarder's too, generated). */
+export const DEFAULT_ERROR_VERSION = "1.1.0";
 
 /** Each `"…"` quoted value in `text` longer than {@link MAX_QUOTED_CHARS} cut to that length, marked `…`. Linear. */
 function cutQuoted(text: string): string {

@@ -6,9 +6,18 @@ export type { ConfigCache, ConfigCacheOptions, PreparedConfig } from "./config-c
 export { createConfigCache, prepareConfig } from "./config-cache.js";
 export { NODE_NAME } from "./config-schema.js";
 export type { DispatcherOptions } from "./dispatcher.js";
-export { dispatch } from "./dispatcher.js";
+export { ABOUT_TEXT, dispatch } from "./dispatcher.js";
 export { checkEnv, ENV_TABLE, parseCniArgs, readEnv } from "./env.js";
-export { CNI_CODES, CniError, ERROR_MSG_BYTES, errorAnswer, errorJson, MAX_ERROR_ANSWER_BYTES, toCniError } from "./errors.js";
+export {
+  CNI_CODES,
+  CniError,
+  DEFAULT_ERROR_VERSION,
+  ERROR_MSG_BYTES,
+  errorAnswer,
+  errorJson,
+  MAX_ERROR_ANSWER_BYTES,
+  toCniError,
+} from "./errors.js";
 export type { AssignedIp } from "./result.js";
 export { buildResult, parsePrevResult } from "./result.js";
 export type { CniArgs, CniCommand, CniVersion, ConfigFs, Datastore, Dns, IpamConfig, Route } from "./types.js";
