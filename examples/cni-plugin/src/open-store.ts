@@ -1,31 +1,22 @@
 import { join } from "node:path";
-import { CNI_CODES, CniError, type IpamConfig, whereaboutsEtcdKeys } from "@ipamkit/cni";
+import { CNI_CODES, CniError, type IpamConfig } from "@ipamkit/cni";
 import type { Exclusive, IpamStore } from "@ipamkit/core";
+import { createStoreOpener, type Datastore, storeSpecOfConfig } from "@ipamkit/open-store";
 import { requireBundle } from "./bundle-loader.js";
 
-export type Datastore = IpamConfig["datastore"];
-export const DATASTORES: readonly Datastore[] = ["etcd", "kubernetes", "file"];
+export type { Datastore } from "@ipamkit/open-store";
+export { DATASTORES } from "@ipamkit/open-store";
+
+/** The one store opener (@ipamkit/open-store), with this plugin's loaders: each store's own bundle beside it. */
+const opener = createStoreOpener({
+  file: loadFileStore,
+  etcd: async () => loadEtcdStore(),
+  kubernetes: async () => loadKubernetesStore(),
+});
 
 /** Loads only the store the config selects. */
-export async function openStore(config: IpamConfig): Promise<IpamStore> {
-  switch (config.datastore) {
-    case "file": {
-      const { createFileStore } = await loadFileStore();
-      return createFileStore({ dir: config.dataDir });
-    }
-    case "etcd": {
-      const { createEtcdStore, etcdOptionsFromWhereabouts } = loadEtcdStore();
-      return createEtcdStore(etcdOptionsFromWhereabouts(whereaboutsEtcdKeys(config.etcd)));
-    }
-    case "kubernetes": {
-      const { createKubernetesStore } = loadKubernetesStore();
-      return createKubernetesStore({
-        // re-read on every call: Whereabouts' token watcher rewrites it when the token rotates
-        ...(config.kubernetes.kubeconfig === undefined ? {} : { kubeconfig: config.kubernetes.kubeconfig }),
-        onWarning: (message) => process.stderr.write(`${message}\n`),
-      });
-    }
-  }
+export function openStore(config: IpamConfig): Promise<IpamStore> {
+  return opener.open(storeSpecOfConfig(config, { onWarning: (message) => process.stderr.write(`${message}\n`) }));
 }
 
 /**
@@ -34,8 +25,7 @@ export async function openStore(config: IpamConfig): Promise<IpamStore> {
  * then, with a retryable error naming the Lease; default 60 s from each acquisition's start.
  */
 export function openExclusive(config: IpamConfig, identity: string, deadline?: number): Exclusive {
-  const { whereaboutsLease } = loadKubernetesStore();
-  return whereaboutsLease({
+  return opener.whereaboutsLease({
     ...(config.kubernetes.kubeconfig === undefined ? {} : { kubeconfig: config.kubernetes.kubeconfig }),
     identity,
     ...(deadline === undefined ? {} : { deadline }),
@@ -47,10 +37,8 @@ export function openExclusive(config: IpamConfig, identity: string, deadline?: n
  * start (`--warm`), so that its node's first call does not pay ~0.15 s of CPU for it. Throws what
  * `openStore` would answer when the code cannot be loaded.
  */
-export async function loadStoreCode(datastore: Datastore): Promise<void> {
-  if (datastore === "file") await loadFileStore();
-  else if (datastore === "etcd") loadEtcdStore();
-  else loadKubernetesStore();
+export function loadStoreCode(datastore: Datastore): Promise<void> {
+  return opener.load(datastore);
 }
 
 function loadFileStore(): Promise<typeof import("@ipamkit/storage-file")> {

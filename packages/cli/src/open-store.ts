@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import type { IpamStore } from "@ipamkit/core";
+import { openStore as openSpec } from "@ipamkit/open-store/modules";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { CliError } from "./errors.js";
 import type { StoreSpec } from "./store-spec.js";
@@ -20,38 +21,34 @@ export async function loadKube(path: string | undefined): Promise<KubeConfig> {
   }
 }
 
-/** Opens the store a spec names; only that store's client is loaded. */
+/** Opens the store a spec names (@ipamkit/open-store); only that store's client is loaded. */
 export async function openStore(spec: StoreSpec): Promise<OpenedStore> {
   switch (spec.datastore) {
     case "file": {
       const dir = spec.dataDir ?? "";
       if (!existsSync(dir)) throw new CliError(`no file store at ${dir} (the directory does not exist)`);
-      const { createFileStore } = await import("@ipamkit/storage-file");
-      return withPods(createFileStore({ dir }), spec);
+      return withPods(await openSpec({ datastore: "file", dir }), spec);
     }
     case "etcd": {
-      const { createEtcdStore } = await import("@ipamkit/storage-etcd");
       const e = spec.etcd;
       if (e === undefined || e.endpoints.length === 0) throw new CliError("the etcd store needs endpoints (--etcd-endpoints or etcd_host)");
-      const store = createEtcdStore({
-        endpoints: e.endpoints,
-        ...(e.username === undefined ? {} : { username: e.username }),
-        ...(e.password === undefined ? {} : { password: e.password }),
-        ...(e.tls === undefined ? {} : { tls: e.tls }),
-        ...(e.prefix === undefined ? {} : { prefix: e.prefix }),
-      });
-      return withPods(store, spec);
+      return withPods(await openSpec({ datastore: "etcd", options: e }), spec);
     }
     case "kubernetes": {
       const kubeConfig = await loadKube(spec.kubeconfig);
-      const { createKubernetesStore, resolveNamespace } = await import("@ipamkit/storage-kubernetes");
+      const { resolveNamespace } = await import("@ipamkit/storage-kubernetes");
       let namespace: string;
       try {
         namespace = resolveNamespace(kubeConfig, spec.namespace);
       } catch (error) {
         throw new CliError((error as Error).message.split("\n")[0] ?? "bad namespace");
       }
-      const store = createKubernetesStore({ kubeconfig: kubeConfig, namespace, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) });
+      const store = await openSpec({
+        datastore: "kubernetes",
+        kubeconfig: kubeConfig,
+        namespace,
+        onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
+      });
       return { store, kubeConfig };
     }
   }
