@@ -18,7 +18,7 @@ export interface FlagDoc {
 export const AGENT_FLAGS: Record<string, FlagDoc> = {
   socket: {
     value: "PATH",
-    description: "Unix socket to answer on (absolute). Repeated: one agent per socket, each with its `--node-name`.",
+    description: "Unix socket to answer on (absolute). One agent serves one node: given once.",
     default: "required",
     whereabouts: "— (every call is a new process)",
     bad: ["--socket", "run/ipamkit.sock"],

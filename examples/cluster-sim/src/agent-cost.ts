@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { positiveInteger } from "./cli.js";
-import { nodesLabel, type SimNode, type StoreKind, startCluster } from "./cluster.js";
+import { DEFAULT_AGENTS_PER_PROCESS, nodesLabel, type SimNode, type StoreKind, startCluster } from "./cluster.js";
 import { limited, runCni } from "./cni.js";
 import { cpuSince } from "./cpu.js";
 import { networkConf, requestsSince } from "./scenario.js";
@@ -23,7 +23,7 @@ const { values } = parseArgs({
     networks: { type: "string", default: "10" },
     rounds: { type: "string", default: "2" },
     "node-block-size": { type: "string", default: "16" },
-    "agents-per-process": { type: "string", default: "1" },
+    "agents-per-process": { type: "string", default: String(DEFAULT_AGENTS_PER_PROCESS) },
     "restart-agents": { type: "boolean", default: false },
   },
 });

@@ -5,9 +5,7 @@ import { agentStats } from "@ipamkit/agent";
 import type { IpamStore } from "@ipamkit/core";
 import { type EtcdInstance, startEtcd } from "@ipamkit/etcd-launcher";
 import { type KubeTestServer, startKubeTestServer } from "@ipamkit/kube-test-server";
-import { createEtcdStore } from "@ipamkit/storage-etcd";
-import { createFileStore } from "@ipamkit/storage-file";
-import { createKubernetesStore } from "@ipamkit/storage-kubernetes";
+import { openStore } from "@ipamkit/open-store/modules";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { AGENT, limited } from "./cni.js";
 import { type CpuSources, processCpu } from "./cpu.js";
@@ -15,7 +13,7 @@ import { nodeSpawner, type Spawner } from "./spawner.js";
 
 export type StoreKind = "etcd" | "kubernetes" | "file";
 
-/** One simulated node: its name and its node-local agent (a real dist/ipamkit-agent process, maybe hosting other nodes too). */
+/** One simulated node: its name and the process of its node-local agent (dist/ipamkit-agent, or a hollow-node host shared with other nodes). */
 export interface SimNode {
   name: string;
   socket: string;
@@ -59,12 +57,28 @@ export interface ClusterOptions {
   /** How CNI processes are started (default: Node's spawn). */
   spawner?: Spawner;
   /**
-   * How many nodes' agents one process hosts (default 1: one process per node, as deployed). More
-   * packs consecutive nodes as hollow nodes: each keeps its own agent (socket, node name, store
-   * clients, memory) but they share one Node process, so 100 nodes do not need 100 processes
-   * contending for two cores.
+   * How many nodes' agents one process hosts (default {@link DEFAULT_AGENTS_PER_PROCESS}). More
+   * than 1 packs consecutive nodes as hollow nodes, as kubemark does (src/hollow-nodes.ts, this
+   * simulation's own program): each keeps its own agent (socket, node name, store clients, memory)
+   * but they share one Node process, so 100 nodes do not need 100 processes contending for two
+   * cores. 1 runs the product agent, dist/ipamkit-agent, once per node, as deployed.
    */
   agentsPerProcess?: number;
+}
+
+/** Hollow nodes per agent process unless told otherwise (--agents-per-process). */
+export const DEFAULT_AGENTS_PER_PROCESS = 10;
+
+/** The simulation's hollow-node host (src/hollow-nodes.ts), run from source. */
+const HOLLOW_NODES = join(import.meta.dirname, "hollow-nodes.ts");
+
+/** The command that hosts `members`' agents: the product agent at one node per process, else the hollow-node host. */
+function hostCommand(members: SimNode[], kind: StoreKind, perProcess: number): [string, string[]] {
+  const log = ["--log-level", process.env.SIM_AGENT_LOG ?? "warn", "--warm", kind];
+  const [only] = members;
+  if (perProcess === 1 && only !== undefined) return [AGENT, ["--socket", only.socket, "--node-name", only.name, ...log]];
+  const nodes = members.flatMap((member) => ["--node", `${member.name}=${member.socket}`]);
+  return [process.execPath, ["--conditions=@ipamkit/source", "--import", "tsx", HOLLOW_NODES, ...nodes, ...log]];
 }
 
 /** How the result tables name the nodes: their count, and how many agents a process hosted when more than one. */
@@ -90,7 +104,7 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
   let retired = 0;
   let retiredCpu = 0;
   const spawner = options.spawner ?? nodeSpawner;
-  const perProcess = options.agentsPerProcess ?? 1;
+  const perProcess = options.agentsPerProcess ?? DEFAULT_AGENTS_PER_PROCESS;
   if (!Number.isInteger(perProcess) || perProcess < 1) throw new Error(`agentsPerProcess: a positive integer, not ${perProcess}`);
   const groupOf = (node: SimNode) => Math.floor(nodes.indexOf(node) / perProcess);
   const membersOf = (group: number) => nodes.slice(group * perProcess, (group + 1) * perProcess);
@@ -99,9 +113,8 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
   /** Starts the agent process of a group of nodes and waits until every one of their sockets answers. */
   async function startHost(group: number): Promise<ChildProcess> {
     const members = membersOf(group);
-    const sockets = members.flatMap((member) => ["--socket", member.socket, "--node-name", member.name]);
-    const args = [...sockets, "--log-level", process.env.SIM_AGENT_LOG ?? "warn", "--warm", kind];
-    const child = spawn(AGENT, args, {
+    const [command, args] = hostCommand(members, kind, perProcess);
+    const child = spawn(command, args, {
       stdio: ["ignore", process.env.SIM_AGENT_LOG ? "inherit" : "ignore", "inherit"],
       // SIM_AGENT_NODE_OPTIONS: Node options for the agents only (e.g. --require a profiling preload)
       env: {
@@ -210,8 +223,9 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
 }
 
 /** An ipamkit store on the cluster's backend (for the reconciler and the clean-read checks). */
-export function openSimStore(cluster: Cluster): IpamStore {
-  if (cluster.kind === "etcd") return createEtcdStore({ endpoints: [cluster.etcd?.endpoint ?? ""] });
-  if (cluster.kind === "kubernetes") return createKubernetesStore({ kubeconfig: cluster.kubeConfig, namespace: POOL_NAMESPACE });
-  return createFileStore({ dir: join(cluster.dir, "store") });
+export function openSimStore(cluster: Cluster): Promise<IpamStore> {
+  if (cluster.kind === "etcd") return openStore({ datastore: "etcd", options: { endpoints: [cluster.etcd?.endpoint ?? ""] } });
+  if (cluster.kind === "kubernetes")
+    return openStore({ datastore: "kubernetes", kubeconfig: cluster.kubeConfig, namespace: POOL_NAMESPACE });
+  return openStore({ datastore: "file", dir: join(cluster.dir, "store") });
 }

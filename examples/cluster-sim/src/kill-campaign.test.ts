@@ -8,7 +8,7 @@ const KILLS = process.env.RELIABILITY === "full" ? 110 : 12;
 for (const kind of ["file", "etcd", "kubernetes"] as StoreKind[]) {
   it(`${kind}: CNI processes SIGKILLed mid-ADD and mid-DEL leave a clean store; dead attachments are freed`, async () => {
     const cluster = await startCluster(kind, 1);
-    const store = openSimStore(cluster);
+    const store = await openSimStore(cluster);
     try {
       const r = await runKillCampaign(cluster, { kills: KILLS, store });
       console.info(`[reliability] kill campaign ${kind}: ${JSON.stringify(r)}`);

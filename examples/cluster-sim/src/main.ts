@@ -2,7 +2,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { etcdBinary } from "@ipamkit/etcd-launcher";
 import { positiveInteger } from "./cli.js";
-import { nodesLabel, openSimStore, type StoreKind, startCluster } from "./cluster.js";
+import { DEFAULT_AGENTS_PER_PROCESS, nodesLabel, openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
 import type { CpuParts } from "./cpu.js";
 import { RECONCILER, type ReconcilerMode, reconcilerFor } from "./reconciler-run.js";
@@ -26,8 +26,8 @@ const { values } = parseArgs({
     spawner: { type: "string", default: "native" },
     /** Per-node blocks of this many addresses (node_block_size) on the shared stores (etcd, kubernetes). */
     "node-block-size": { type: "string" },
-    /** Nodes whose agents one process hosts (hollow nodes; default 1: one agent process per node, as deployed). */
-    "agents-per-process": { type: "string", default: "1" },
+    /** Nodes whose agents one process hosts (hollow nodes, src/hollow-nodes.ts; 1: the product agent once per node, as deployed). */
+    "agents-per-process": { type: "string", default: String(DEFAULT_AGENTS_PER_PROCESS) },
     /** program: the power-cycle's reconciler pass is examples/cron-reconciler --once, in its own process; in-process: inside this one. */
     reconciler: { type: "string", default: "program" },
     out: { type: "string" },
@@ -106,7 +106,7 @@ for (const kind of stores) {
       ...(blockSize === undefined ? {} : { nodeBlockSize: blockSize }),
     });
     const nodesCell = nodesLabel(nodeCount, agentsPerProcess);
-    const store = openSimStore(cluster);
+    const store = await openSimStore(cluster);
     try {
       await cluster.startAgents(8);
       process.stderr.write(

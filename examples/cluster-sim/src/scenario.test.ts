@@ -1,6 +1,6 @@
 import { agentStats } from "@ipamkit/agent";
 import { afterAll, expect, it } from "vitest";
-import { openSimStore, type StoreKind, startCluster } from "./cluster.js";
+import { DEFAULT_AGENTS_PER_PROCESS, openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { type ReconcilerMode, reconcilerFor } from "./reconciler-run.js";
 import { runScenario } from "./scenario.js";
 import { startNativeSpawner } from "./spawner.js";
@@ -8,12 +8,14 @@ import { startNativeSpawner } from "./spawner.js";
 // The bounded form of `pnpm sim` that CI runs: every phase on every store, 2 networks per pod,
 // through the built binary and real agents; the independent audit must find nothing wrong.
 // The Kubernetes store also runs with per-node blocks (of 8 addresses: each node claims several;
-// etcd and the file store pass the same blocks in the conformance suite). etcd with blocks also runs
-// hollow nodes: the 4 nodes' agents in 2 processes (--agents-per-process 2), each its node's own.
+// etcd and the file store pass the same blocks in the conformance suite). The nodes' agents are
+// hollow nodes (src/hollow-nodes.ts), each its node's own: by default (10 per process) the 4 nodes
+// share one process; etcd with blocks runs them 2 per process; plain etcd runs the product agent,
+// dist/ipamkit-agent, one process per node as deployed (--agents-per-process 1).
 // The power-cycle's reconciler runs as `pnpm sim` runs it, as the built program in its own process
 // (examples/cron-reconciler --once), on every store; once also inside this process.
 const cases: { kind: StoreKind; blocks?: number; perProcess?: number; reconciler?: ReconcilerMode }[] = [
-  { kind: "etcd" },
+  { kind: "etcd", perProcess: 1 },
   { kind: "kubernetes" },
   { kind: "file" },
   { kind: "kubernetes", blocks: 8 },
@@ -26,7 +28,11 @@ afterAll(() => spawner.close());
 for (const { kind, blocks, perProcess, reconciler = "program" } of cases) {
   const label =
     (blocks === undefined ? kind : `${kind} with per-node blocks of ${blocks}`) +
-    (perProcess === undefined ? "" : `, ${perProcess} nodes' agents per process`) +
+    (perProcess === undefined
+      ? ""
+      : perProcess === 1
+        ? ", the product agent, a process per node"
+        : `, ${perProcess} nodes' agents per process`) +
     (reconciler === "program" ? "" : ", the reconciler in-process");
   it(`${label}: create, re-create, power-cycle + reconcile, delete — nothing held twice, lost or leaked`, async () => {
     const cluster = await startCluster(kind, kind === "file" ? 1 : 4, {
@@ -34,10 +40,10 @@ for (const { kind, blocks, perProcess, reconciler = "program" } of cases) {
       ...(blocks === undefined ? {} : { nodeBlockSize: blocks }),
       ...(perProcess === undefined ? {} : { agentsPerProcess: perProcess }),
     });
-    const store = openSimStore(cluster);
+    const store = await openSimStore(cluster);
     try {
       await cluster.startAgents(4);
-      expect(cluster.agentPids().length).toBe(cluster.nodes.length / (perProcess ?? 1));
+      expect(cluster.agentPids().length).toBe(Math.ceil(cluster.nodes.length / (perProcess ?? DEFAULT_AGENTS_PER_PROCESS)));
       const reconcile = reconcilerFor(reconciler, cluster, store);
       const results = await runScenario(cluster, { pods: 24, networks: 2, concurrency: 8, reconcile });
       expect(results.map((r) => r.phase)).toEqual([

@@ -136,49 +136,17 @@ describe("the binary and the agent", () => {
   }, 120_000);
 });
 
-describe("one process hosting several simulated nodes (the cluster simulation's hollow nodes)", () => {
-  it("each --socket answers as its own --node-name: per-node blocks are claimed by each hosted node", async () => {
-    const { agentStats } = await import("@ipamkit/agent/client");
-    const second = join(dir, "run", "second.sock");
-    agent = await startAgentProcess(socketPath(), { args: ["--node-name", "node-a", "--socket", second, "--node-name", "node-b"] });
-    const deadline = Date.now() + 10_000;
-    while ((await agentStats(second, 500).catch(() => undefined)) === undefined) {
-      if (Date.now() > deadline) throw new Error(`the second hosted agent did not listen:\n${agent.log()}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    const blocks = (socket: string) => netconf({ node_block_size: 16, agent_socket: socket, agent_required: true });
-    const a = await runPlugin(cniEnv("ADD", "a1"), blocks(socketPath()));
-    const b = await runPlugin(cniEnv("ADD", "b1"), blocks(second));
-    expect([a.code, b.code, a.stderr, b.stderr]).toEqual([0, 0, "", ""]);
-    expect([(await agentStats(socketPath())).requests, (await agentStats(second)).requests]).toEqual([1, 1]);
-    const blockOf = (r: typeof a) => {
-      const ips = (r.json?.ips ?? []) as { address: string }[];
-      return Number(ips[0]?.address.split("/")[0]?.split(".")[3]) >> 4;
-    };
-    expect(blockOf(a)).not.toBe(blockOf(b));
-    const store = createFileStore({ dir: join(dir, "store") });
-    const owners: string[] = [];
-    for (const ref of await store.listClaims("node-blocks")) owners.push((await store.readClaim(ref))?.claim.key.containerId ?? "");
-    await store.close();
-    expect(owners.sort()).toEqual(["node-a", "node-b"]);
-    // each line a hosted agent logs names its node
-    expect(agent.log()).toMatch(/"node":"node-b".*"msg":"cni call"/);
-  });
-
-  it("several sockets without one distinct node name each are a usage error (exit 2): two agents must not share a node", async () => {
+describe("one agent serves one node (the cluster simulation hosts its hollow nodes itself)", () => {
+  it("a second --socket or --node-name, a relative socket or no socket is a usage error (exit 2)", async () => {
     const { spawnSync } = await import("node:child_process");
     const usage = (args: string[]) => spawnSync(AGENT, args, { encoding: "utf8", timeout: 10_000 });
     const one = socketPath();
     const two = join(dir, "run", "two.sock");
     const cases: [string[], RegExp][] = [
-      [["--socket", one, "--socket", two], /2 sockets and 0 node names: several sockets need one --node-name each/],
-      [["--socket", one, "--socket", two, "--node-name", "n1"], /2 sockets and 1 node names/],
-      [["--socket", one, "--node-name", "n1", "--socket", two, "--node-name", "n1"], /a --node-name is given twice/],
-      [["--socket", one, "--node-name", "n1", "--socket", one, "--node-name", "n2"], /a --socket is given twice/],
-      [
-        ["--socket", one, "--node-name", "n1", "--socket", "rel.sock", "--node-name", "n2"],
-        /--socket must be an absolute path: "rel.sock"/,
-      ],
+      [["--socket", one, "--socket", two], /--socket and --node-name are given once: one agent serves one node/],
+      [["--socket", one, "--node-name", "n1", "--node-name", "n2"], /--socket and --node-name are given once/],
+      [["--socket", "rel.sock"], /--socket must be an absolute path: "rel.sock"/],
+      [["--socket", one, "--node-name", "bad/name"], /--node-name: not a node name: "bad\/name"/],
       [["--node-name", "n1"], /--socket is required/],
     ];
     for (const [args, message] of cases) {

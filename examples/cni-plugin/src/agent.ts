@@ -11,34 +11,20 @@ import { DATASTORES, type Datastore, loadStoreCode, openExclusive, openStore } f
 const USAGE =
   "usage: ipamkit-agent --socket PATH [--node-name NAME] [--log-level info] [--warm etcd,kubernetes,file]\n" +
   "                     [--idle-timeout SECONDS (10)] [--drain-timeout SECONDS (10)]\n" +
-  "                     [--metrics-address HOST:PORT (off; serves /metrics and /healthz)]\n" +
-  "       (a scale simulation may host several nodes: --socket PATH --node-name NAME, repeated, one name per socket)";
-
-/** Each agent this process runs: its socket and its node's name (undefined: the host name). */
-interface Hosted {
-  socket: string;
-  nodeName: string | undefined;
-}
+  "                     [--metrics-address HOST:PORT (off; serves /metrics and /healthz)]";
 
 /**
- * The agents to run: one per --socket. Several sockets host several simulated nodes in one process
- * (the cluster simulation's hollow nodes): each then needs its own distinct --node-name, since every
- * agent is its node's only writer (store-cache.ts) and two agents under one name would each
- * remember for the same node.
+ * The one node this agent serves: its socket and its node's name (undefined: the host name). One
+ * agent per process (the cluster simulation hosts several nodes' agents itself, examples/cluster-sim).
  */
-function hostedAgents(sockets: string[], names: string[]): Hosted[] | string {
-  if (sockets.length === 0) return "--socket is required";
-  const relative = sockets.find((socket) => !socket.startsWith("/"));
-  if (relative !== undefined) return `--socket must be an absolute path: ${JSON.stringify(relative)}`;
-  const badName = names.find((name) => !NODE_NAME.test(name));
-  if (badName !== undefined) return `--node-name: not a node name: ${JSON.stringify(badName)}`;
-  // one socket and no name: the node is the host (the DaemonSet passes the node's name)
-  if (sockets.length === 1 && names.length === 0) return [{ socket: sockets[0] as string, nodeName: undefined }];
-  if (names.length !== sockets.length)
-    return `${sockets.length} sockets and ${names.length} node names: several sockets need one --node-name each`;
-  if (new Set(sockets).size !== sockets.length) return "a --socket is given twice";
-  if (new Set(names).size !== names.length) return "a --node-name is given twice: each hosted node is its own node";
-  return sockets.map((socket, i) => ({ socket, nodeName: names[i] }));
+function hostedAgent(sockets: string[], names: string[]): { socket: string; nodeName: string | undefined } | string {
+  const [socket, ...moreSockets] = sockets;
+  if (socket === undefined) return "--socket is required";
+  if (moreSockets.length > 0 || names.length > 1) return "--socket and --node-name are given once: one agent serves one node";
+  if (!socket.startsWith("/")) return `--socket must be an absolute path: ${JSON.stringify(socket)}`;
+  const [nodeName] = names;
+  if (nodeName !== undefined && !NODE_NAME.test(nodeName)) return `--node-name: not a node name: ${JSON.stringify(nodeName)}`;
+  return { socket, nodeName };
 }
 
 async function main(): Promise<number> {
@@ -74,7 +60,7 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const hosted = hostedAgents(values.socket ?? [], values["node-name"] ?? []);
+  const hosted = hostedAgent(values.socket ?? [], values["node-name"] ?? []);
   if (typeof hosted === "string") {
     process.stderr.write(`error: ${hosted}\n${USAGE}\n`);
     return 2;
@@ -126,29 +112,24 @@ async function main(): Promise<number> {
           openExclusive,
           onCall: metrics.onCall,
         };
-  const agents: Agent[] = [];
+  let agent: Agent;
   let metricsServer: MetricsServer | undefined;
   let stopping = false;
-  for (const { socket, nodeName } of hosted) {
-    // several hosted nodes: every line says whose agent logged it
-    const log = hosted.length > 1 ? logger.child({ node: nodeName }) : logger;
-    try {
-      const agent = await startAgent({
-        socketPath: socket,
-        ...wired,
-        logger: log,
-        ...timeouts,
-        ...(nodeName === undefined ? {} : { nodeName }),
-      });
-      agents.push(agent);
-      metrics?.watch(agent.stats);
-    } catch (error) {
-      log.fatal(`cannot start: ${(error as Error).message}`);
-      // one plain line too, for whoever reads the container's stderr
-      process.stderr.write(`ipamkit-agent: cannot start: ${(error as Error).message}\n`);
-      await Promise.all(agents.map((agent) => agent.close()));
-      return 1;
-    }
+  const { socket, nodeName } = hosted;
+  try {
+    agent = await startAgent({
+      socketPath: socket,
+      ...wired,
+      logger,
+      ...timeouts,
+      ...(nodeName === undefined ? {} : { nodeName }),
+    });
+    metrics?.watch(agent.stats);
+  } catch (error) {
+    logger.fatal(`cannot start: ${(error as Error).message}`);
+    // one plain line too, for whoever reads the container's stderr
+    process.stderr.write(`ipamkit-agent: cannot start: ${(error as Error).message}\n`);
+    return 1;
   }
   if (metricsCode !== undefined && metrics !== undefined && metricsAddress !== undefined) {
     try {
@@ -160,7 +141,7 @@ async function main(): Promise<number> {
       logger.info({ url: metricsServer.url }, "metrics listening");
     } catch (error) {
       process.stderr.write(`ipamkit-agent: cannot serve metrics on ${metricsAddress}: ${(error as Error).message}\n`);
-      await Promise.all(agents.map((agent) => agent.close()));
+      await agent.close();
       return 1;
     }
   }
@@ -175,7 +156,7 @@ async function main(): Promise<number> {
     }
   });
   stopping = true;
-  await Promise.all(agents.map((agent) => agent.close()));
+  await agent.close();
   await metricsServer?.close();
   return 0;
 }
