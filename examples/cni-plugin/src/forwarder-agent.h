@@ -31,7 +31,7 @@ static int build_request(struct buf *req, const char *socket_path, double deadli
 
 enum outcome { ANSWERED, UNREACHABLE, FAILED, TIMED_OUT, REFUSED };
 
-// errno as Node names it (the Node forwarder's messages say ENOENT, ECONNREFUSED, …).
+// errno as Node names it (ENOENT, ECONNREFUSED, …), as @ipamkit/agent's client reports it.
 static const char *errno_name(int e) {
   switch (e) {
     case ENOENT: return "ENOENT";

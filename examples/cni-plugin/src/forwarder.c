@@ -83,7 +83,7 @@ static int append(struct buf *b, const char *s, size_t n) {
 static int append_str(struct buf *b, const char *s) { return append(b, s, strlen(s)); }
 
 // A JSON string escaped as JSON.stringify does (quotes, backslashes, control characters); other
-// bytes as they are (the agent decodes UTF-8 as the Node forwarder does, invalid sequences included).
+// bytes as they are (the agent decodes UTF-8 as Node's readFileSync(0, "utf8") does, invalid sequences included).
 static int append_json_string(struct buf *b, const char *s, size_t n) {
   if (append(b, "\"", 1)) return -1;
   for (size_t i = 0; i < n; i++) {

@@ -47,7 +47,7 @@ describe("the native forwarder with an agent", () => {
     agent = await startAgentProcess(socketPath());
   });
 
-  it("relays the agent's answers byte for byte — results, errors, exit codes — as the Node forwarder does", async () => {
+  it("relays the agent's answers byte for byte — results, errors, exit codes — the same as direct mode's", async () => {
     const add = await runPlugin(cniEnv("ADD", "n1"), netconf());
     expect(add).toMatchObject({ code: 0, stderr: "", json: { cniVersion: "1.0.0", ips: [{ address: "10.61.0.1/20" }] } });
     same(add, await runPlugin(cniEnv("ADD", "n1"), netconf(), PLUGIN_NODE));
@@ -94,7 +94,7 @@ describe("the native forwarder with an agent", () => {
     expect(await agentStats(socketPath())).toMatchObject({ requests: run + 1, raw: run + 1, malformed: 0 });
   });
 
-  it("sends a 300 KB config (larger than a pipe holds) to the agent, and to the Node forwarder when the agent is gone", async () => {
+  it("sends a 300 KB config (larger than a pipe holds) to the agent, and to direct mode when the agent is gone", async () => {
     const big = netconf({}, { padding: "x".repeat(300_000) });
     const viaAgent = await runPlugin(cniEnv("ADD", "big1"), big);
     expect(viaAgent).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.61.0.1/20" }] } });

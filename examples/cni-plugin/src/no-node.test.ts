@@ -49,7 +49,7 @@ describe("a host without Node.js", () => {
     const binary = binDir();
     const version = await runPlugin({ CNI_COMMAND: "VERSION", ...NO_NODE }, '{"cniVersion":"0.4.0"}', binary);
     expect(version).toMatchObject({ code: 0, stderr: "", json: { cniVersion: "0.4.0", supportedVersions: [...SUPPORTED_VERSIONS] } });
-    // an unreadable stdin: the newest version, as the Node forwarder answers
+    // an unreadable stdin: the newest version, as direct mode answers
     const plain = await runPlugin({ CNI_COMMAND: "VERSION", ...NO_NODE }, "{nope", binary);
     const node = await runPlugin({ CNI_COMMAND: "VERSION" }, "{nope", PLUGIN_NODE);
     expect(plain).toMatchObject({ code: 0, stdout: node.stdout, json: { cniVersion: SUPPORTED_VERSIONS.at(-1) } });
