@@ -1,16 +1,19 @@
 import { hostname } from "node:os";
 import { InvalidRequestError } from "@ipamkit/core";
-import {
-  createLeaderElector,
-  formatMicroTime,
-  type LeaderElectionOptions,
-  type LeaderElector,
-  parseMicroTime,
-} from "@ipamkit/storage-kubernetes";
 import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
-import pino from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { type Cluster, clusterTargets, LEASE_NS, standIn } from "./cluster.js";
+import { type Cluster, clusterTargets, LEASE_NS, standIn } from "../test/lease-targets.js";
+import { createLeaderElector, type ElectionLogger, type LeaderElectionOptions, type LeaderElector } from "./leader-election.js";
+import { formatMicroTime, parseMicroTime } from "./microtime.js";
+
+/** A logger that keeps each line with pino's level number (20 debug, 30 info, 40 warn). */
+function recordingLogger(lines: { level: number; msg: string }[]): ElectionLogger {
+  const at = (level: number) => (fields: object | string, message?: string) => {
+    lines.push({ level, msg: typeof fields === "string" ? fields : (message ?? "") });
+  };
+  const logger: ElectionLogger = { debug: at(20), info: at(30), warn: at(40), child: () => logger };
+  return logger;
+}
 
 const NS = LEASE_NS;
 const NAME = "ipamkit-reconciler";
@@ -261,7 +264,7 @@ for (const target of clusterTargets()) {
 
     it("an error thrown by lead is logged, the Lease released, and the campaign resumes", async () => {
       const lines: { level: number; msg: string }[] = [];
-      const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) });
+      const logger = recordingLogger(lines);
       const e = elector("me", { logger });
       let calls = 0;
       const { signals } = campaign(e, async (signal) => {
