@@ -123,7 +123,7 @@ function check(defines: string[], optimise: "-O2" | "-O0"): PanResult {
     const output = `${pan.stdout}${pan.stderr}`;
     const result: PanResult = {
       errors: number(output, /errors: (\d+)/),
-      states: number(output, /(\d+) states, stored/),
+      states: number(output, /([\d.e+]+) states, stored/),
       depth: number(output, /depth reached (\d+)/),
       memoryMb: number(output, /([\d.]+)\s+total actual memory usage/),
       seconds: number(output, /elapsed time ([\d.e+]+) seconds/),
