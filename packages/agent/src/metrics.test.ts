@@ -37,7 +37,7 @@ describe("agent metrics", () => {
       expect(text).toContain('ipamkit_store_requests_total{store="storage-file",op="writePool",result="ok"} 1');
       expect(text).toContain('ipamkit_store_requests_total{store="storage-file",op="writePool",result="conflict"} 1');
       expect(text).toContain('ipamkit_store_requests_total{store="storage-file",op="readPool",result="ok"} 1');
-      expect(store.scanPools === undefined).toBe(createFileStore({ dir }).scanPools === undefined);
+      expect(store.capabilities).toEqual(createFileStore({ dir }).capabilities);
     } finally {
       await server.close();
       await store.close();

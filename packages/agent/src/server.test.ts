@@ -4,7 +4,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dispatch, type IpamConfig } from "@ipamkit/cni";
-import { type IpamStore, StoreConflictError } from "@ipamkit/core";
+import { delegatingStore, type IpamStore, StoreConflictError } from "@ipamkit/core";
 import { createFileStore } from "@ipamkit/storage-file";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AgentUnavailableError, agentStats, forwardToAgent } from "./client.js";
@@ -22,23 +22,15 @@ let poolReads: number;
 async function openStore(config: IpamConfig): Promise<IpamStore> {
   opened++;
   const store = createFileStore({ dir: config.dataDir });
-  return {
-    ...store,
-    name: store.name,
-    capabilities: store.capabilities,
+  return delegatingStore(store, {
     readPool: (ref) => {
       poolReads++;
       return store.readPool(ref);
     },
-    listPools: () => store.listPools(),
     readClaim: (ref) => {
       claimReads++;
       return store.readClaim(ref);
     },
-    writeClaim: (ref, claim, expected) => store.writeClaim(ref, claim, expected),
-    deleteClaim: (ref, expected) => store.deleteClaim(ref, expected),
-    listClaims: (network) => store.listClaims(network),
-    close: () => store.close(),
     async writePool(ref, pool, expected) {
       try {
         return await store.writePool(ref, pool, expected);
@@ -47,7 +39,7 @@ async function openStore(config: IpamConfig): Promise<IpamStore> {
         throw error;
       }
     },
-  };
+  });
 }
 
 const conf = (ipam: Record<string, unknown> = {}) =>

@@ -5,10 +5,10 @@ import {
   createAffinityMemory,
   delegatingStore,
   type IpamStore,
+  PoolCache,
   StoreConflictError,
   withAffinityCache,
   withOwnClaimMemory,
-  withPoolRecall,
 } from "@ipamkit/core";
 
 /** The backend a config's store talks to: the same across a kubeconfig's rewrites. Reads no file. */
@@ -42,6 +42,8 @@ export function storeIdentity(config: IpamConfig): string {
 
 interface Entry {
   store: Promise<IpamStore>;
+  /** The pools this process last saw through the store, given to the allocator (per-node blocks recall them). */
+  pools: PoolCache;
   users: number;
   retired: boolean;
   family: string;
@@ -80,14 +82,14 @@ export class StoreCache {
       // last saw it (per-node blocks write their only block at that version without reading it
       // first: the compare-and-swap checks it). It assumes no other writer is absent — direct mode,
       // Whereabouts, the reconciler may write at any time. Core's withAffinityCache,
-      // withOwnClaimMemory, withPoolRecall: see their docs and core's DESIGN.md for why each is safe.
+      // withOwnClaimMemory, PoolCache: see their docs and core's DESIGN.md for why each is safe.
       let memory = this.memories.get(family);
       if (memory === undefined) {
         memory = createAffinityMemory();
         this.memories.set(family, memory);
       }
-      const opened = this.open(config).then((store) => withPoolRecall(withOwnClaimMemory(withAffinityCache(store, { memory }))));
-      entry = { store: opened, users: 0, retired: false, family };
+      const opened = this.open(config).then((store) => withOwnClaimMemory(withAffinityCache(store, { memory })));
+      entry = { store: opened, pools: new PoolCache(), users: 0, retired: false, family };
       this.entries.set(identity, entry);
       // a failed open is not cached: the next call tries again
       entry.store.catch(() => this.entries.get(identity) === entry && this.entries.delete(identity));
@@ -112,6 +114,11 @@ export class StoreCache {
     return lend(store, giveBack, () => {
       this.conflicts++;
     });
+  }
+
+  /** The pool cache of the store a config's calls borrow, if it is open. */
+  poolCacheOf(config: IpamConfig): PoolCache | undefined {
+    return this.entries.get(storeIdentity(config))?.pools;
   }
 
   async closeAll(): Promise<void> {
@@ -149,7 +156,6 @@ function lend(store: IpamStore, giveBack: () => Promise<void>, onConflict: () =>
     deleteClaim: (ref, expected) => counted(store.deleteClaim(ref, expected)),
     close: giveBack,
   };
-  const commit = store.commit;
-  if (commit !== undefined) overrides.commit = (writes) => counted(commit.call(store, writes));
+  overrides.commit = (writes) => counted(store.commit(writes));
   return delegatingStore(store, overrides);
 }

@@ -42,9 +42,9 @@ export type Progress = (message: string) => void;
 type Read = { ref: PoolRef; stored?: StoredPool; error?: Error };
 
 async function readPools(store: IpamStore, progress: Progress): Promise<Read[]> {
-  if (store.scanPools !== undefined) {
+  if (store.capabilities.bulkLists) {
     progress("reading every pool (bulk)");
-    const scanned = await store.scanPools();
+    const scanned = await store.listPools({ contents: true });
     return scanned.map((s) => ("error" in s ? { ref: s.ref, error: s.error } : { ref: s.ref, stored: s.stored }));
   }
   const refs = await store.listPools();

@@ -10,6 +10,7 @@ import {
   type IpamStore,
   ipAt,
   keepExpired,
+  type PoolCache,
   type Range,
 } from "@ipamkit/core";
 import { CNI_CODES, CniError } from "./errors.js";
@@ -20,6 +21,8 @@ export interface CommandContext {
   config: IpamConfig;
   ranges: readonly Range[];
   store: IpamStore;
+  /** What this process remembers of the store's pools (the agent): per-node blocks recall from it. */
+  cache?: PoolCache;
   /** Present for ADD, DEL, CHECK. */
   key?: AttachmentKey;
   args: CniArgs;
@@ -50,7 +53,12 @@ function ipamFor(ctx: CommandContext, exclusive?: Exclusive) {
   };
   const blocks = ctx.config.nodeBlocks;
   if (blocks === undefined) return createIpam(options);
-  return createNodeBlockIpam({ ...options, node: nodeOf(ctx), blockSize: blocks.size });
+  return createNodeBlockIpam({
+    ...options,
+    ...(ctx.cache === undefined ? {} : { cache: ctx.cache }),
+    node: nodeOf(ctx),
+    blockSize: blocks.size,
+  });
 }
 
 function nodeOf(ctx: CommandContext): string {

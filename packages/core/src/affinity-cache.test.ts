@@ -195,8 +195,8 @@ describe("withAffinityCache", () => {
       }
     };
 
-    it("answers the claims it remembers from memory and reads only the others, together; it is offered only where the store reads batches", async () => {
-      const memory = createMemoryStore({ claimBatches: true });
+    it("answers the claims it remembers from memory and reads only the others, together", async () => {
+      const memory = createMemoryStore({ batchReads: true });
       await claimAll(memory, "n2", order("n1").slice(0, 2));
       const { store, reads, batches } = countingReads(memory);
       const cached = withAffinityCache(store);
@@ -213,12 +213,11 @@ describe("withAffinityCache", () => {
       await cached.readClaims?.([plainClaim, ...four]);
       expect(batches).toEqual([4, 2, 3]);
       expect(reads.get(affinity)).toBe(1);
-      expect(withAffinityCache(createMemoryStore()).readClaims).toBeUndefined();
     });
 
     it("a fresh node whose next blocks other nodes took walks past them in one request; then each ADD and DEL reads one claim, its first unclaimed block", async () => {
-      const walk = async (claimBatches: boolean) => {
-        const memory = createMemoryStore({ claimBatches });
+      const walk = async (batchReads: boolean) => {
+        const memory = createMemoryStore({ batchReads });
         await claimAll(memory, "n2", order("n1").slice(0, 5));
         const counted = countingReads(memory);
         const ipam = createNodeBlockIpam({
@@ -257,7 +256,7 @@ describe("withAffinityCache", () => {
       const wide = parseRange({ range: "10.0.0.0/20" }); // 256 blocks of 16
       const wideLayout = blockLayout(wide, 16);
       const wideOrder = [...nodeBlockOrder(wideLayout, "n1")].map((index) => blockRange(wideLayout, index)).filter((b) => b !== undefined);
-      const memory = createMemoryStore({ claimBatches: true });
+      const memory = createMemoryStore({ batchReads: true });
       await claimAll(memory, "n2", wideOrder.slice(0, 20));
       const counted = countingReads(memory);
       const ipam = createNodeBlockIpam({ store: withAffinityCache(counted.store), node: "n1", blockSize: 16 });

@@ -1,5 +1,5 @@
 import { type RecalledClaim, readClaimsThrough } from "./claims.js";
-import { delegatingStore } from "./delegating-store.js";
+import { delegatingStore } from "./complete-store.js";
 import { isAffinityNetwork } from "./node-blocks.js";
 import { type ClaimRef, claimId, type IpamStore, type StoredClaim } from "./store.js";
 
@@ -28,9 +28,8 @@ export interface AffinityCacheOptions {
  * compare-and-swap in its block pool — affinity only spreads the writes (DESIGN.md). A block read
  * as unclaimed is never remembered: another writer (another node, or another process of this
  * node) may claim it at any time, and the blocks that may hold a node's keys are those before its
- * first unclaimed one, so that answer always comes from the store. Where the store reads several
- * claims in one request (`readClaims`), so does this wrapper, reading only those it does not
- * remember. Every other call, and every other claim, goes straight to the store.
+ * first unclaimed one, so that answer always comes from the store. Several claims asked at once
+ * (`readClaims`) are read together, only those it does not remember. Every other call, and every other claim, goes straight to the store.
  */
 export function withAffinityCache(store: IpamStore, options: AffinityCacheOptions = {}): IpamStore {
   const { claimed } = options.memory ?? createAffinityMemory();
@@ -62,6 +61,7 @@ export function withAffinityCache(store: IpamStore, options: AffinityCacheOption
     },
   };
   // several claims read in one request where the store can: those remembered cost nothing
-  if (store.readClaims !== undefined) overrides.readClaims = (refs) => readClaimsThrough(store, refs, { recall, learn });
+  overrides.readClaims = (refs, readOptions) =>
+    readClaimsThrough(store, refs, { recall: readOptions?.fresh === true ? () => undefined : recall, learn });
   return delegatingStore(store, overrides);
 }

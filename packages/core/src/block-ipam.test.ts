@@ -2,18 +2,19 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { withAffinityCache } from "./affinity-cache.js";
 import { createNodeBlockIpam } from "./block-ipam.js";
+import { delegatingStore } from "./complete-store.js";
 import { InvalidRequestError, RangeExhaustedError } from "./errors.js";
 import { cidrContains, formatIp, parseCidr } from "./ip.js";
 import { attachmentKey, formatKey } from "./key.js";
 import { createMemoryStore, type MemoryStoreOptions } from "./memory-store.js";
 import { affinityClaimRef, blockLayout, blockRange } from "./node-blocks.js";
 import { withOwnClaimMemory } from "./own-claims.js";
-import { withPoolRecall } from "./pool-recall.js";
+import { PoolCache } from "./pool-cache.js";
 import { parseRange, type Range } from "./range.js";
 import type { IpamStore } from "./store.js";
 
 /** The memory store offering what etcd's does: entry-level commits and several claims read in one request. */
-const ETCD_LIKE: MemoryStoreOptions = { atomicCommit: true, entryWrites: true, claimBatches: true };
+const ETCD_LIKE: MemoryStoreOptions = { transactions: true, entryWrites: true, batchReads: true };
 
 const key = (id: string, ifName = "net1") => attachmentKey({ containerId: id, ifName });
 
@@ -152,7 +153,7 @@ describe("per-node blocks", () => {
 
   it("with pool recall, ADD and DEL in the node's only block read no pool; a lookup and an idempotent ADD still read", async () => {
     const { store, reads } = countingStore();
-    const a = createNodeBlockIpam({ store: withPoolRecall(store), node: "node-a", blockSize: 16 });
+    const a = createNodeBlockIpam({ store, cache: new PoolCache(), node: "node-a", blockSize: 16 });
     const [first] = await a.allocate({ ranges: [range], key: key("c0") });
     const block = first?.pool.cidr;
     expect(reads).toEqual([]);
@@ -174,7 +175,7 @@ describe("per-node blocks", () => {
 
   it("a stale recalled pool costs a conflict and a fresh read: no address held twice, no release missed, no released address handed back", async () => {
     const { inner, store } = countingStore();
-    const a = createNodeBlockIpam({ store: withPoolRecall(store), node: "node-a", blockSize: 16 });
+    const a = createNodeBlockIpam({ store, cache: new PoolCache(), node: "node-a", blockSize: 16 });
     // another process of the same node (the binary while the agent restarts), and the reconciler
     const other = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
     const [c0] = await a.allocate({ ranges: [range], key: key("c0") });
@@ -197,7 +198,7 @@ describe("per-node blocks", () => {
 
   it("with pool recall and two blocks, a DEL of a key held in either, as last seen, reads no pool; a stale one costs a conflict and a fresh read", async () => {
     const { inner, store, reads } = countingStore();
-    const a = createNodeBlockIpam({ store: withPoolRecall(store), node: "node-a", blockSize: 16 });
+    const a = createNodeBlockIpam({ store, cache: new PoolCache(), node: "node-a", blockSize: 16 });
     const reconciler = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
     for (let i = 0; i < 20; i++) await a.allocate({ ranges: [range], key: key(`c${i}`) });
     const poolOf = async (id: string) => (await holdings(inner)).find((h) => h.key === `${id}/net1`)?.pool;
@@ -219,7 +220,7 @@ describe("per-node blocks", () => {
 
   it("with pool recall and two blocks, whole-pool writes: an ADD reads only the full block afresh and writes the other as recalled; a key placed behind the recall in either is found, not given a second address", async () => {
     const { inner, store, reads } = countingStore();
-    const a = createNodeBlockIpam({ store: withPoolRecall(store), node: "node-a", blockSize: 16 });
+    const a = createNodeBlockIpam({ store, cache: new PoolCache(), node: "node-a", blockSize: 16 });
     // another process of the same node (the binary while the agent restarts)
     const other = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
     const poolOf = async (id: string) => (await holdings(inner)).find((h) => h.key === `${id}/net1`)?.pool;
@@ -335,12 +336,14 @@ describe("per-node blocks", () => {
   /** How a node's process wraps the store: not at all, or as the agent (claims, own claims and pools remembered). */
   type NodeProcess = "plain" | "agent";
   const asProcess = (kind: NodeProcess, store: IpamStore): IpamStore =>
-    kind === "plain" ? store : withPoolRecall(withOwnClaimMemory(withAffinityCache(store)));
+    kind === "plain" ? store : withOwnClaimMemory(withAffinityCache(store));
+  /** The agent recalls its pools too: a PoolCache of its own. */
+  const cacheOf = (kind: NodeProcess): { cache?: PoolCache } => (kind === "plain" ? {} : { cache: new PoolCache() });
 
   it.each<[string, NodeProcess, MemoryStoreOptions]>([
     ["", "plain", {}],
     [", each node recalling its pools and remembering its claims (as the agent)", "agent", {}],
-    [", entry-level commits (like etcd), each node as the agent", "agent", { atomicCommit: true, entryWrites: true }],
+    [", entry-level commits (like etcd), each node as the agent", "agent", { transactions: true, entryWrites: true }],
     [", etcd-like, each node as the agent", "agent", ETCD_LIKE],
   ])(
     "never holds an address twice nor loses a reservation under concurrent nodes (random interleavings)%s",
@@ -356,26 +359,18 @@ describe("per-node blocks", () => {
           async (ops, s) => {
             const store = createMemoryStore(storeOptions);
             const wrap = <T>(label: string, p: Promise<T>) => s.schedule(p, label);
-            const scheduled: IpamStore = {
-              ...store,
-              name: store.name,
-              capabilities: store.capabilities,
+            const scheduled: IpamStore = delegatingStore(store, {
               readPool: (r) => wrap("readPool", store.readPool(r)),
               writePool: (r, p, v) => wrap("writePool", store.writePool(r, p, v)),
               readClaim: (r) => wrap("readClaim", store.readClaim(r)),
+              readClaims: (refs) => wrap("readClaims", store.readClaims(refs)),
               writeClaim: (r, c, v) => wrap("writeClaim", store.writeClaim(r, c, v)),
-              listPools: () => store.listPools(),
-              deleteClaim: (r, v) => store.deleteClaim(r, v),
-              listClaims: (n) => store.listClaims(n),
-              close: () => store.close(),
-            };
-            const commit = store.commit;
-            if (commit !== undefined) scheduled.commit = (writes) => wrap("commit", commit.call(store, writes));
-            const readClaims = store.readClaims;
-            if (readClaims !== undefined) scheduled.readClaims = (refs) => wrap("readClaims", readClaims.call(store, refs));
+              commit: (writes) => wrap("commit", store.commit(writes)),
+            });
             const nodes = [0, 1, 2, 3].map((n) =>
               createNodeBlockIpam({
                 store: asProcess(kind, scheduled),
+                ...cacheOf(kind),
                 node: `n${n}`,
                 blockSize: 4,
                 retry: { baseDelayMs: 0 },

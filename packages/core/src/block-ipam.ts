@@ -1,5 +1,6 @@
 import { findFree } from "./allocator.js";
 import { readClaimsOf } from "./claims.js";
+import { delegatingStore } from "./complete-store.js";
 import { InvalidRequestError, isOutcomeUnknown, RangeExhaustedError, StoreConflictError } from "./errors.js";
 import { cidrContains, parseCidr } from "./ip.js";
 import { type AllocateInput, type Assigned, createIpam, type IpamOptions, type Released, type ReleaseInput } from "./ipam.js";
@@ -57,7 +58,7 @@ interface NodeView {
 
 /** Affinity claims read in the first request of a walk along the node's order, where the store reads several at once. */
 const READ_AHEAD = 8;
-/** At most this many in one request (etcd's store splits more into several transactions anyway). */
+/** At most this many in one request (a store may split more into several requests anyway). */
 const READ_AHEAD_MAX = 64;
 
 /** Re-plans after a block filled up between the read and the write, or a claim was lost. */
@@ -65,7 +66,7 @@ const MAX_REPLANS = 16;
 
 /**
  * Searched blocks at most for a fenced ADD: a node holds one or two per network, and each fence is
- * one more compare in the transaction (etcd refuses more than 128 operations). A node that
+ * one more compare in the transaction (a transaction holds a bounded number of operations). A node that
  * borrows searches everyone's blocks; it reads them.
  */
 const MAX_FENCED_BLOCKS = 8;
@@ -88,27 +89,19 @@ function readHandoff(store: IpamStore) {
     ready.delete(id(ref));
     return Promise.resolve(handed);
   };
-  const commit = store.commit;
   /** An allocation's commit (it has a reserve step) carries the call's fences; a conflict then asks for a fresh plan. */
   const fencedCommit = async (writes: readonly StoreWrite[]) => {
-    const commitAll = commit as NonNullable<IpamStore["commit"]>;
-    if (fences.size === 0 || !writes.some((w) => w.kind === "reserve")) return commitAll.call(store, writes);
+    if (fences.size === 0 || !writes.some((w) => w.kind === "reserve")) return store.commit(writes);
     try {
-      return (await commitAll.call(store, [...writes, ...fences.values()])).slice(0, writes.length);
+      return (await store.commit([...writes, ...fences.values()])).slice(0, writes.length);
     } catch (error) {
       if (error instanceof StoreConflictError) throw new FenceBrokenError();
       throw error;
     }
   };
   return {
-    store: new Proxy(store, {
-      get(target, property) {
-        if (property === "readPool") return readPool;
-        if (property === "commit" && commit !== undefined) return fencedCommit;
-        const value = Reflect.get(target, property, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    }),
+    /** The store as the call's inner IPAM sees it: pools handed on, commits fenced. */
+    store: delegatingStore(store, { readPool, commit: fencedCommit }),
     /** The pool as just read, or undefined: no pool there (as read, or a block just claimed). */
     hand(ref: PoolRef, stored: StoredPool | undefined): void {
       ready.set(id(ref), stored);
@@ -145,7 +138,10 @@ function nextBlock(layout: BlockLayout, order: Generator<bigint>): Range | undef
 }
 
 export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpam {
-  const { store, node } = options;
+  const { node, cache } = options;
+  // the cache learns from every call of this IPAM (its inner IPAMs read and write through this)
+  const store = cache === undefined ? options.store : cache.watch(options.store);
+  const recallPool = (ref: PoolRef): StoredPool | undefined => cache?.recall(ref);
   const affinityKey: AttachmentKey = attachmentKey({ containerId: node, ifName: AFFINITY_IF_NAME });
   const counter: ConflictCounter = options.retry?.counter ?? { conflicts: 0 };
   /**
@@ -155,7 +151,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
    */
   const callScope = () => {
     const handoff = readHandoff(store);
-    return { handoff, ipam: createIpam({ ...options, retry: { ...options.retry, counter }, store: handoff.store }) };
+    return { handoff, ipam: createIpam({ ...options, cache: undefined, retry: { ...options.retry, counter }, store: handoff.store }) };
   };
   type Handoff = ReturnType<typeof readHandoff>;
   const layouts = new Map<Range, BlockLayout>();
@@ -180,7 +176,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     const seen: NodeView = { own: [], unclaimed: undefined, others: [] };
     const layout = layoutOf(range);
     const order = nodeBlockOrder(layout, node);
-    const batches = store.readClaims !== undefined;
+    const batches = store.capabilities.batchReads;
     for (let window = batches ? READ_AHEAD : 1; ; window = batches ? Math.min(window * 2, READ_AHEAD_MAX) : 1) {
       const blocks: Range[] = [];
       while (blocks.length < window) {
@@ -226,12 +222,12 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     return found;
   }
 
-  /** The searched block whose pool, as this process last saw it (store.recallPool), holds `key`; its pool handed on. */
+  /** The searched block whose pool, as this process last saw it (the PoolCache), holds `key`; its pool handed on. */
   function recalledHolder(network: string, blocks: Range[], handoff: Handoff, key: AttachmentKey): Range | undefined {
-    if (store.recallPool === undefined) return undefined;
+    if (cache === undefined) return undefined;
     for (const block of blocks) {
       const ref = blockPoolRef(network, block);
-      const stored = store.recallPool(ref);
+      const stored = recallPool(ref);
       if (stored?.pool.forKey(key) === undefined) continue;
       handoff.hand(ref, stored);
       return block;
@@ -241,7 +237,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
 
   /**
    * A searched block with room, chosen from the pools as this process last saw them
-   * (store.recallPool) when none of them holds `key`; that pool handed on. Safe only because the
+   * (the PoolCache) when none of them holds `key`; that pool handed on. Safe only because the
    * caller's next step is the allocation's compare-and-swap commit, which must validate the whole
    * choice: with the node's only searched block, "the key is not held" is a fact about that one
    * pool, checked by the write at its recalled version. With several (`fenced`, on a store with
@@ -250,13 +246,13 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
    * that pool changed at all, while the reserve step conflicts if the chosen pool holds the key.
    */
   function recalledWithRoom(network: string, blocks: Range[], handoff: Handoff, key: AttachmentKey, fenced: boolean): Range | undefined {
-    if (blocks.length === 0 || store.recallPool === undefined) return undefined;
-    const canFence = fenced && store.commit !== undefined && store.capabilities.entryWrites === true;
+    if (blocks.length === 0 || cache === undefined) return undefined;
+    const canFence = fenced && store.capabilities.entryWrites;
     if (blocks.length > 1 && !(canFence && blocks.length <= MAX_FENCED_BLOCKS)) return undefined;
     const recalled: { block: Range; ref: PoolRef; stored: StoredPool }[] = [];
     for (const block of blocks) {
       const ref = blockPoolRef(network, block);
-      const stored = store.recallPool(ref);
+      const stored = recallPool(ref);
       if (stored === undefined || stored.pool.forKey(key) !== undefined) return undefined;
       recalled.push({ block, ref, stored });
     }
@@ -269,7 +265,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
 
   /**
    * Over several searched blocks that cannot all be fenced (stores without entry-level commits,
-   * i.e. Kubernetes and files): the last searched block whose pool, as last seen, has room and
+   * without `capabilities.entryWrites`): the last searched block whose pool, as last seen, has room and
    * does not hold `key`. The search reads every other block afresh but takes this one as
    * recalled: the key is then in none of the others as read (as when all are read), and in this
    * one at the allocation's commit, which is made at the recalled version and conflicts if the
@@ -280,9 +276,9 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
    * every ADD goes to the second).
    */
   function recalledCandidate(network: string, blocks: Range[], key: AttachmentKey): { block: Range; stored: StoredPool } | undefined {
-    if (blocks.length < 2 || store.recallPool === undefined) return undefined;
+    if (blocks.length < 2 || cache === undefined) return undefined;
     for (const block of [...blocks].reverse()) {
-      const stored = store.recallPool(blockPoolRef(network, block));
+      const stored = recallPool(blockPoolRef(network, block));
       if (stored !== undefined && stored.pool.forKey(key) === undefined && roomIn(stored.pool, block)) return { block, stored };
     }
     return undefined;

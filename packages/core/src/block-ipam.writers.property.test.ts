@@ -3,13 +3,14 @@ import { describe, expect, it } from "vitest";
 import { withAffinityCache } from "./affinity-cache.js";
 import { findFree } from "./allocator.js";
 import { createNodeBlockIpam, type NodeBlockIpam } from "./block-ipam.js";
+import { delegatingStore } from "./complete-store.js";
 import { RangeExhaustedError, StoreConflictError } from "./errors.js";
 import { formatIp, parseCidr } from "./ip.js";
 import { type AttachmentKey, attachmentKey, formatKey } from "./key.js";
 import { createMemoryStore, type MemoryStoreOptions } from "./memory-store.js";
 import { affinityClaimRef, blockLayout, blockRange } from "./node-blocks.js";
 import { withOwnClaimMemory } from "./own-claims.js";
-import { withPoolRecall } from "./pool-recall.js";
+import { PoolCache } from "./pool-cache.js";
 import { parseRange, type Range } from "./range.js";
 import type { IpamStore, PoolRef } from "./store.js";
 
@@ -31,7 +32,7 @@ const key = (k: number): AttachmentKey => attachmentKey({ containerId: `c${k}`, 
 /** The agent's store as the node-local agent wraps it (affinity claims, own claims, pools recalled). */
 function agentStack(store: IpamStore): IpamStore {
   // (before issue 38 the agent passed `soleWriter: () => true` to both wrappers here: this test then failed)
-  return withPoolRecall(withOwnClaimMemory(withAffinityCache(store)));
+  return withOwnClaimMemory(withAffinityCache(store));
 }
 
 /** The block of RANGE a pool ref covers, or undefined. */
@@ -126,9 +127,9 @@ async function allocating(ipam: NodeBlockIpam, k: AttachmentKey): Promise<void> 
 
 function writers(store: IpamStore) {
   const retry = { baseDelayMs: 0 };
-  const agent = createNodeBlockIpam({ store: agentStack(store), node: NODE, blockSize: BLOCK, retry });
-  const second = createNodeBlockIpam({ store: agentStack(store), node: NODE, blockSize: BLOCK, retry });
-  const direct = createNodeBlockIpam({ store: withPoolRecall(withOwnClaimMemory(store)), node: NODE, blockSize: BLOCK, retry });
+  const agent = createNodeBlockIpam({ store: agentStack(store), cache: new PoolCache(), node: NODE, blockSize: BLOCK, retry });
+  const second = createNodeBlockIpam({ store: agentStack(store), cache: new PoolCache(), node: NODE, blockSize: BLOCK, retry });
+  const direct = createNodeBlockIpam({ store: withOwnClaimMemory(store), cache: new PoolCache(), node: NODE, blockSize: BLOCK, retry });
   const other = createNodeBlockIpam({ store, node: "n2", blockSize: BLOCK, retry });
   const wb = whereaboutsWriter(store);
   return async (op: { writer: Writer; k: number; del: boolean }): Promise<void> => {
@@ -143,7 +144,7 @@ function writers(store: IpamStore) {
 
 const STORES: [string, MemoryStoreOptions][] = [
   ["whole-pool writes (like Kubernetes, files)", {}],
-  ["etcd-like (entry-level commits, claim batches)", { atomicCommit: true, entryWrites: true, claimBatches: true }],
+  ["etcd-like (entry-level commits, claim batches)", { transactions: true, entryWrites: true, batchReads: true }],
 ];
 
 describe("per-node blocks with writers the agent does not see", () => {
@@ -195,20 +196,13 @@ describe("per-node blocks with writers the agent does not see", () => {
 
 /** A store whose every request is a point where the scheduler may run another call first. */
 function scheduledStore(store: IpamStore, wrap: <T>(label: string, p: Promise<T>) => Promise<T>): IpamStore {
-  const out: IpamStore = {
-    name: store.name,
-    capabilities: store.capabilities,
+  return delegatingStore(store, {
     readPool: (r) => wrap("readPool", store.readPool(r)),
     writePool: (r, p, v) => wrap("writePool", store.writePool(r, p, v)),
     readClaim: (r, o) => wrap("readClaim", store.readClaim(r, o)),
+    readClaims: (refs, o) => wrap("readClaims", store.readClaims(refs, o)),
     writeClaim: (r, c, v) => wrap("writeClaim", store.writeClaim(r, c, v)),
-    listPools: () => wrap("listPools", store.listPools()),
     deleteClaim: (r, v) => wrap("deleteClaim", store.deleteClaim(r, v)),
-    listClaims: (n) => store.listClaims(n),
-    close: () => store.close(),
-  };
-  const { commit, readClaims } = store;
-  if (commit !== undefined) out.commit = (writes) => wrap("commit", commit.call(store, writes));
-  if (readClaims !== undefined) out.readClaims = (refs) => wrap("readClaims", readClaims.call(store, refs));
-  return out;
+    commit: (writes) => wrap("commit", store.commit(writes)),
+  });
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { repairClaim } from "./claim-repair.js";
-import { delegatingStore } from "./delegating-store.js";
+import { delegatingStore } from "./complete-store.js";
 import { parseCidr } from "./ip.js";
 import { createIpam } from "./ipam.js";
 import { attachmentKey } from "./key.js";

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { claimAddress } from "./claims.js";
-import { delegatingStore } from "./delegating-store.js";
+import { delegatingStore } from "./complete-store.js";
 import { IpamError, StoreUnavailableError } from "./errors.js";
 import { formatIp, ipAt, parseCidr } from "./ip.js";
 import { createIpam, type Ipam } from "./ipam.js";
@@ -41,21 +41,16 @@ function client(inner: IpamStore, rng: () => number, crashAt: number | undefined
       await pause();
       return out;
     };
-  const store: IpamStore = {
-    name: inner.name,
-    capabilities: inner.capabilities,
+  return delegatingStore(inner, {
     readPool: wrap(false, inner.readPool.bind(inner)),
     writePool: wrap(true, inner.writePool.bind(inner)),
-    listPools: wrap(false, inner.listPools.bind(inner)),
     readClaim: wrap(false, inner.readClaim.bind(inner)),
+    readClaims: wrap(false, inner.readClaims.bind(inner)),
     writeClaim: wrap(true, inner.writeClaim.bind(inner)),
     deleteClaim: wrap(true, inner.deleteClaim.bind(inner)),
-    listClaims: wrap(false, inner.listClaims.bind(inner)),
+    commit: wrap(true, inner.commit.bind(inner)),
     close: async () => {},
-  };
-  if (inner.commit !== undefined) store.commit = wrap(true, inner.commit.bind(inner));
-  if (inner.readClaims !== undefined) store.readClaims = wrap(false, inner.readClaims.bind(inner));
-  return store;
+  });
 }
 
 /** Every reservation of every pool: its key and its pool's CIDR. */
@@ -86,16 +81,16 @@ async function expectClaimsMatchPools(store: IpamStore): Promise<void> {
 const ranges = [parseRange({ range: "10.0.0.0/28" }), parseRange({ range: "10.0.0.0/29" }), parseRange({ range: "10.0.0.4/30" })];
 
 describe.each([
-  ["separate writes (fenced protocol)", { atomicCommit: false }, false],
-  ["atomic commits (claim in the pool's transaction)", { atomicCommit: true }, false],
-  ["entry-level commits (reserve/unreserve, like etcd)", { atomicCommit: true, entryWrites: true }, false],
+  ["separate writes (fenced protocol)", { transactions: false }, false],
+  ["atomic commits (claim in the pool's transaction)", { transactions: true }, false],
+  ["entry-level commits (reserve/unreserve, like etcd)", { transactions: true, entryWrites: true }, false],
   // each client a process that remembers the claims it wrote (withOwnClaimMemory, as the agent does)
-  ["separate writes, clients remembering their own claims", { atomicCommit: false }, true],
-  ["atomic commits, clients remembering their own claims", { atomicCommit: true }, true],
-  ["entry-level commits, clients remembering their own claims", { atomicCommit: true, entryWrites: true }, true],
+  ["separate writes, clients remembering their own claims", { transactions: false }, true],
+  ["atomic commits, clients remembering their own claims", { transactions: true }, true],
+  ["entry-level commits, clients remembering their own claims", { transactions: true, entryWrites: true }, true],
   [
     "entry-level commits and claim batches (like etcd), clients remembering their own claims",
-    { atomicCommit: true, entryWrites: true, claimBatches: true },
+    { transactions: true, entryWrites: true, batchReads: true },
     true,
   ],
 ])("overlapping-range claims under random interleavings, crashes and same-key ADD/DEL races: %s", (_name, storeOptions, remember) => {

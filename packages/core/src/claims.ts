@@ -74,29 +74,19 @@ export async function claimAddress(store: IpamStore, ref: ClaimRef, claim: Claim
   return { kind: "claimed", version: await store.writeClaim(ref, claim, found.version), created: false };
 }
 
-/** Several claims: in one request where the store offers `readClaims`, otherwise one `readClaim` each (at once). */
+/** Several claims, read together (one request on stores with `capabilities.batchReads`; none for no claims). */
 export async function readClaimsOf(store: IpamStore, refs: readonly ClaimRef[]): Promise<(StoredClaim | undefined)[]> {
-  if (refs.length > 1 && store.readClaims !== undefined) return store.readClaims(refs);
-  return Promise.all(refs.map((ref) => store.readClaim(ref)));
+  const [only] = refs;
+  if (refs.length === 1 && only !== undefined) return [await store.readClaim(only)];
+  return refs.length === 0 ? [] : store.readClaims(refs);
 }
 
 /**
- * Every claim of these networks, for passes over many (a reconciler's audit, the CLI): the store's
- * one bulk read (`scanClaims`) where it offers it, else each network listed and its claims read.
+ * Every claim of these networks, for passes over many (a reconciler's audit, the CLI): one bulk
+ * read on stores with `capabilities.bulkLists`, else each network listed and its claims read.
  */
 export async function scanClaimsOf(store: IpamStore, networks: readonly string[]): Promise<ScannedClaim[]> {
-  if (networks.length === 0) return [];
-  if (store.scanClaims !== undefined) return store.scanClaims(networks);
-  const out: ScannedClaim[] = [];
-  for (const network of networks) {
-    const refs = await store.listClaims(network);
-    const read = await readClaimsOf(store, refs);
-    refs.forEach((ref, i) => {
-      const stored = read[i];
-      if (stored !== undefined) out.push({ ref, stored });
-    });
-  }
-  return out;
+  return networks.length === 0 ? [] : store.listClaims(networks, { contents: true });
 }
 
 /** What a store wrapper remembers of one claim: the answer (undefined: not claimed), or nothing known. */

@@ -27,7 +27,7 @@ const BRAND = Symbol.for("@ipamkit/core/IpamError");
 
 export class IpamError extends Error {
   /**
-   * `instanceof` across copies of this module: the CNI binary loads the Kubernetes store from a
+   * `instanceof` across copies of this module: the CNI binary loads a store from a
    * separate bundle with its own copy of core, and its StoreConflictError must still be retried
    * and mapped like ours. Same prototype chain, or the brand plus the class's own code.
    */

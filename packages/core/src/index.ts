@@ -15,7 +15,7 @@ export type { ClaimRepair, RepairClaimOptions } from "./claim-repair.js";
 export { claimMatches, claimOf, holderAt, repairClaim } from "./claim-repair.js";
 export type { ClaimOutcome, RecalledClaim } from "./claims.js";
 export { claimAddress, claimRefFor, dropClaim, planClaim, readClaimsOf, readClaimsThrough, scanClaimsOf } from "./claims.js";
-export { delegatingStore } from "./delegating-store.js";
+export { completeStore, delegatingStore } from "./complete-store.js";
 export type { IpamErrorCode, IpamErrorOptions } from "./errors.js";
 export {
   AddressUnavailableError,
@@ -57,8 +57,8 @@ export type { OwnClaimMemoryOptions } from "./own-claims.js";
 export { withOwnClaimMemory } from "./own-claims.js";
 export type { PoolInit } from "./pool.js";
 export { Pool } from "./pool.js";
-export type { PoolRecallOptions } from "./pool-recall.js";
-export { withPoolRecall } from "./pool-recall.js";
+export type { PoolCacheOptions } from "./pool-cache.js";
+export { PoolCache } from "./pool-cache.js";
 export type { PoolRecord, ReservationRecord } from "./pool-record.js";
 export { claimFromRecord, claimToRecord, poolFromRecord, poolToRecord, reservationToRecord } from "./pool-record.js";
 export type { OffsetInterval, Range, RangeSpec } from "./range.js";
@@ -87,9 +87,11 @@ export type {
   ClaimReadOptions,
   ClaimRef,
   IpamStore,
+  ListOptions,
   PoolRef,
   ScannedClaim,
   ScannedPool,
+  StoreBackend,
   StoreCapabilities,
   StoredClaim,
   StoredPool,

@@ -5,6 +5,7 @@ import { AddressUnavailableError, InvalidRequestError } from "./errors.js";
 import { cidrContains, formatIp, type Ip, ipAt, parseCidr, parseIp } from "./ip.js";
 import { type AttachmentKey, sameKey } from "./key.js";
 import { Pool } from "./pool.js";
+import type { PoolCache } from "./pool-cache.js";
 import type { Range } from "./range.js";
 import { type LaterDrop, landed, type ReleaseDecision, type UnsureRelease } from "./release-unsure.js";
 import type { Reservation } from "./reservation.js";
@@ -13,6 +14,11 @@ import { type Claim, type ClaimRef, type IpamStore, type PoolRef, poolId, type S
 
 export interface IpamOptions {
   store: IpamStore;
+  /**
+   * What this process remembers of pools (a long-lived process: the agent). The allocator teaches
+   * it every pool it reads or writes; per-node blocks recall from it (see PoolCache).
+   */
+  cache?: PoolCache;
   /** Overlapping-range protection (Whereabouts' `enable_overlapping_ranges`). Default true. */
   overlappingRanges?: boolean;
   /** Default allocation policy. Default "lowest-free". */
@@ -90,9 +96,9 @@ export interface Ipam {
 const MAX_PROBES = 1024;
 
 /**
- * Releases per conditional write in `releaseAllIf`. An entry-level release is up to three
- * operations and three compares in one etcd transaction (address row, key row, claim), and etcd
- * refuses transactions of more than 128 (`--max-txn-ops`); 20 keeps far below it.
+ * Releases per conditional write in `releaseAllIf`. An entry-level release may cost a store
+ * several operations and compares in one transaction (one per row it touches, and the claim),
+ * and transactions are bounded (128 operations is a common limit); 20 keeps far below it.
  */
 export const RELEASES_PER_WRITE = 20;
 
@@ -100,18 +106,18 @@ export const RELEASES_PER_WRITE = 20;
 const SPREAD = 128;
 
 export function createIpam(options: IpamOptions): Ipam {
-  const store = options.store;
+  const store = options.cache === undefined ? options.store : options.cache.watch(options.store);
   const protect = options.overlappingRanges ?? true;
   const counter = options.retry?.counter ?? { conflicts: 0 };
   const retry: RetryOptions = { ...options.retry, counter };
   const now = options.now ?? (() => new Date());
-  const entryWrites = store.capabilities.entryWrites === true && store.commit !== undefined;
+  const { entryWrites, transactions } = store.capabilities;
 
   const refFor = (network: string | undefined, range: Range): PoolRef => ({ network: network ?? "", cidr: range.cidr.text });
 
   async function allocateOne(ref: PoolRef, range: Range, input: AllocateInput, address: string | undefined): Promise<Assigned> {
     // claims this call wrote whose pool write lost a race: made to match the pool before it answers
-    const owed = protect && !entryWrites && store.commit === undefined ? new OwedClaims(store, ref) : undefined;
+    const owed = protect && !transactions ? new OwedClaims(store, ref) : undefined;
     try {
       return await probeAndWrite(ref, range, input, address, owed);
     } finally {
@@ -171,9 +177,9 @@ export function createIpam(options: IpamOptions): Ipam {
         const claim = { pool: ref, key: input.key, ...(input.podRef === undefined ? {} : { podRef: input.podRef }) };
         const taken = entryWrites
           ? await reserveEntry(ref, result.reservation, result.pool.lastOffset, protect ? { claimRef, claim } : undefined, attempt)
-          : store.commit === undefined
+          : !transactions
             ? await claimThenWrite(store, { claimRef, claim, ref, pool: result.pool, expected: stored?.version }, owed)
-            : await claimAndWriteAtomically(store.commit.bind(store), {
+            : await claimAndWriteAtomically({
                 claimRef,
                 claim,
                 ref,
@@ -210,20 +216,17 @@ export function createIpam(options: IpamOptions): Ipam {
     }
     const claimRef = claimRefFor(ref, result.reservation.offset);
     const claim = { pool: ref, key: input.key, ...(input.podRef === undefined ? {} : { podRef: input.podRef }) };
-    if (store.commit === undefined) {
+    if (!transactions) {
       return (await claimThenWrite(store, { claimRef, claim, ref, pool: result.pool, expected }, owed)) === undefined;
     }
-    return (await claimAndWriteAtomically(store.commit.bind(store), { claimRef, claim, ref, pool: result.pool, expected })) === undefined;
+    return (await claimAndWriteAtomically({ claimRef, claim, ref, pool: result.pool, expected })) === undefined;
   }
 
   /** Stores with transactions: the claim and the pool in one commit. Returns the holder when taken. */
-  async function claimAndWriteAtomically(
-    commit: NonNullable<IpamStore["commit"]>,
-    { claimRef, claim, ref, pool, expected }: ClaimedWrite,
-  ): Promise<Claim | undefined> {
+  async function claimAndWriteAtomically({ claimRef, claim, ref, pool, expected }: ClaimedWrite): Promise<Claim | undefined> {
     const plan = await planClaim(store, claimRef, claim);
     if (plan.kind === "taken") return plan.by;
-    await commit([{ kind: "pool", ref, pool, expected }, ...plan.writes]);
+    await store.commit([{ kind: "pool", ref, pool, expected }, ...plan.writes]);
     return undefined;
   }
 
@@ -245,7 +248,7 @@ export function createIpam(options: IpamOptions): Ipam {
       if (plan.kind === "taken") return plan.by;
       steps.push(...plan.writes);
     }
-    await (store.commit as NonNullable<IpamStore["commit"]>)(steps);
+    await store.commit(steps);
     return undefined;
   }
 
@@ -278,10 +281,10 @@ export function createIpam(options: IpamOptions): Ipam {
       const deleteClaims: StoreWrite[] = claims.map((c) => ({ kind: "delete-claim", ref: c.ref, expected: c.version }));
       if (entryWrites && (decision.kept ?? 0) === 0) {
         const unreserve: StoreWrite[] = decision.released.map((reservation) => ({ kind: "unreserve", ref, reservation }));
-        await (store.commit as NonNullable<IpamStore["commit"]>)([...unreserve, ...deleteClaims]);
+        await store.commit([...unreserve, ...deleteClaims]);
         return decision;
       }
-      if (deleteClaims.length > 0 && store.commit !== undefined) {
+      if (deleteClaims.length > 0 && transactions) {
         await store.commit([{ kind: "pool", ref, pool: decision.pool, expected: stored.version }, ...deleteClaims]);
         return decision;
       }

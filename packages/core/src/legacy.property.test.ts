@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { allocate, release } from "./allocator.js";
-import { delegatingStore } from "./delegating-store.js";
+import { delegatingStore } from "./complete-store.js";
 import { createIpam } from "./ipam.js";
 import { type AttachmentKey, attachmentKey, formatKey, isLegacyKey } from "./key.js";
 import { createMemoryStore, type MemoryStoreOptions } from "./memory-store.js";
@@ -119,7 +119,7 @@ function jittered(store: IpamStore, random: () => number): IpamStore {
 
 const variants: [string, MemoryStoreOptions][] = [
   ["plain", {}],
-  ["entry-level writes", { atomicCommit: true, entryWrites: true }],
+  ["entry-level writes", { transactions: true, entryWrites: true }],
 ];
 
 for (const [name, options] of variants) {

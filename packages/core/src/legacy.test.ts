@@ -110,8 +110,8 @@ describe("allocate and release over legacy entries", () => {
 
 const variants: [string, MemoryStoreOptions][] = [
   ["plain", {}],
-  ["atomic commits", { atomicCommit: true }],
-  ["entry-level writes", { atomicCommit: true, entryWrites: true }],
+  ["atomic commits", { transactions: true }],
+  ["entry-level writes", { transactions: true, entryWrites: true }],
 ];
 
 for (const [name, options] of variants) {

@@ -1,3 +1,4 @@
+import { completeStore } from "./complete-store.js";
 import { StoreConflictError } from "./errors.js";
 import { parseCidr } from "./ip.js";
 import { Pool } from "./pool.js";
@@ -10,7 +11,8 @@ import {
   type IpamStore,
   type PoolRef,
   poolId,
-  type ScannedClaim,
+  type StoreBackend,
+  type StoreCapabilities,
   type StoredClaim,
   type StoredPool,
   type StoreWrite,
@@ -27,22 +29,22 @@ interface Entry<T> {
 
 /**
  * The in-memory reference store: one process only. Pools are immutable values, so they are stored
- * as they are, without copying. Passes the same conformance suite as every other store.
+ * as they are, without copying. It can do everything the contract allows; its options say
+ * which of it to advertise (the capabilities of the same names) (default: nothing optional), so that core's paths for stores with and
+ * without each ability run on it. Passes the same conformance suite as every other store.
  */
-export interface MemoryStoreOptions {
-  /** Offer the optional atomic `commit` (multi-object transactions, like etcd). Default false. */
-  atomicCommit?: boolean;
-  /** With atomicCommit: also accept the entry-level "reserve"/"unreserve" steps (like etcd). Default false. */
-  entryWrites?: boolean;
-  /** Offer the optional `readClaims`: several claims in one call (like etcd). Default false. */
-  claimBatches?: boolean;
-  /** Offer the optional `scanClaims`: every claim of some networks in one call (like Kubernetes). Default false. */
-  claimScans?: boolean;
-  /** Offer the optional `scanPools`: every pool in one call (like Kubernetes and etcd). Default false. */
-  poolScans?: boolean;
-}
+export type MemoryStoreOptions = Partial<Pick<StoreCapabilities, "transactions" | "entryWrites" | "batchReads" | "bulkLists">>;
 
 export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
+  const asked = options;
+  const capabilities: StoreCapabilities = {
+    crossProcess: false,
+    distributed: false,
+    transactions: asked.transactions === true || asked.entryWrites === true,
+    entryWrites: asked.entryWrites === true,
+    batchReads: asked.batchReads === true,
+    bulkLists: asked.bulkLists === true,
+  };
   const pools = new Map<string, Entry<Pool>>();
   const claims = new Map<string, Entry<Claim>>();
   let clock = 0;
@@ -76,7 +78,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
     for (const w of writes) {
       const ok =
         w.kind === "reserve" || w.kind === "unreserve"
-          ? options.entryWrites === true && applyEntry(w) !== undefined
+          ? capabilities.entryWrites && applyEntry(w) !== undefined
           : w.kind === "pool" || w.kind === "check-pool"
             ? matches(pools, poolId(w.ref), w.expected)
             : matches(claims, claimId(w.ref), w.expected);
@@ -106,48 +108,46 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
     });
   }
 
-  const store: IpamStore = {
+  const readClaim = (ref: ClaimRef): StoredClaim | undefined => {
+    const entry = claims.get(claimId(ref));
+    return entry === undefined ? undefined : { claim: entry.value, version: String(entry.version) };
+  };
+  const readPool = (ref: PoolRef): StoredPool | undefined => {
+    const entry = pools.get(poolId(ref));
+    return entry === undefined ? undefined : { pool: entry.value, version: String(entry.version) };
+  };
+  const poolRefs = () => [...pools.values()].map((e) => e.ref as PoolRef).sort(comparePoolRefs);
+  const claimRefs = (networks: readonly string[]) =>
+    networks.flatMap((network) =>
+      [...claims.values()]
+        .map((e) => e.ref as ClaimRef)
+        .filter((r) => r.network === network)
+        .sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0)),
+    );
+  const backend: StoreBackend = {
     name: MEMORY_STORE_NAME,
-    capabilities: { crossProcess: false, distributed: false, entryWrites: options.atomicCommit === true && options.entryWrites === true },
-    async readPool(ref: PoolRef): Promise<StoredPool | undefined> {
-      const entry = pools.get(poolId(ref));
-      return entry === undefined ? undefined : { pool: entry.value, version: String(entry.version) };
-    },
+    capabilities,
+    readPool: async (ref) => readPool(ref),
     async writePool(ref, pool, expected) {
       return cas(pools, poolId(ref), { network: ref.network, cidr: ref.cidr }, pool, expected);
     },
-    async listPools() {
-      return [...pools.values()].map((e) => e.ref as PoolRef).sort(comparePoolRefs);
+    async listPools(listing) {
+      const refs = poolRefs();
+      return listing?.contents === true ? refs.map((ref) => ({ ref, stored: readPool(ref) as StoredPool })) : refs;
     },
-    async readClaim(ref: ClaimRef): Promise<StoredClaim | undefined> {
-      const entry = claims.get(claimId(ref));
-      return entry === undefined ? undefined : { claim: entry.value, version: String(entry.version) };
-    },
+    readClaims: async (refs) => refs.map(readClaim),
     async writeClaim(ref, claim, expected) {
       return cas(claims, claimId(ref), { network: ref.network, address: ref.address }, claim, expected);
     },
     async deleteClaim(ref, expected) {
       cas(claims, claimId(ref), undefined, undefined, expected);
     },
-    async listClaims(network) {
-      return [...claims.values()]
-        .map((e) => e.ref as ClaimRef)
-        .filter((r) => r.network === network)
-        .sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+    async listClaims(networks, listing) {
+      const refs = claimRefs(networks);
+      return listing?.contents === true ? refs.map((ref) => ({ ref, stored: readClaim(ref) as StoredClaim })) : refs;
     },
+    commit,
     async close() {},
   };
-  if (options.atomicCommit === true) store.commit = commit;
-  if (options.claimBatches === true) store.readClaims = async (refs) => Promise.all(refs.map((ref) => store.readClaim(ref)));
-  if (options.poolScans === true)
-    store.scanPools = async () =>
-      Promise.all((await store.listPools()).map(async (ref) => ({ ref, stored: (await store.readPool(ref)) as StoredPool })));
-  if (options.claimScans === true)
-    store.scanClaims = async (networks) => {
-      const out: ScannedClaim[] = [];
-      for (const network of new Set(networks))
-        for (const ref of await store.listClaims(network)) out.push({ ref, stored: (await store.readClaim(ref)) as StoredClaim });
-      return out;
-    };
-  return store;
+  return completeStore(backend);
 }

@@ -1,5 +1,5 @@
 import { readClaimsThrough } from "./claims.js";
-import { delegatingStore } from "./delegating-store.js";
+import { delegatingStore } from "./complete-store.js";
 import { isAffinityNetwork } from "./node-blocks.js";
 import { RecentMap } from "./recent-map.js";
 import { type ClaimRef, claimId, type IpamStore, type StoredClaim } from "./store.js";
@@ -12,7 +12,7 @@ export interface OwnClaimMemoryOptions {
 /**
  * A store that remembers the address claims this process wrote, with the version its write got,
  * and answers a read of such a claim from memory: a release then deletes its claim without reading
- * it first (one request fewer per DEL on Kubernetes and etcd).
+ * it first (one request fewer per DEL on a shared store).
  *
  * Safe because every use of a claim read ends in a compare-and-swap at the version read, and a
  * version this process's own write got is one observed while the claim named this pool and key —
@@ -44,24 +44,20 @@ export function withOwnClaimMemory(store: IpamStore, options: OwnClaimMemoryOpti
     },
   };
   // several claims in one request where the store can: those it wrote cost nothing
-  if (store.readClaims !== undefined) {
-    const recall = (ref: ClaimRef) => {
-      const mine = known.get(claimId(ref));
-      return mine === undefined ? undefined : { stored: mine };
-    };
-    overrides.readClaims = (refs) => readClaimsThrough(store, refs, { recall });
-  }
-  const commit = store.commit;
-  if (commit !== undefined) {
-    overrides.commit = async (writes) => {
-      for (const w of writes) if (w.kind === "claim" || w.kind === "delete-claim") known.delete(claimId(w.ref));
-      const versions = await commit.call(store, writes);
-      writes.forEach((w, i) => {
-        const version = versions[i];
-        if (w.kind === "claim" && version !== undefined) remember(w.ref, { claim: w.claim, version });
-      });
-      return versions;
-    };
-  }
+  const recall = (ref: ClaimRef) => {
+    const mine = known.get(claimId(ref));
+    return mine === undefined ? undefined : { stored: mine };
+  };
+  overrides.readClaims = (refs, readOptions) =>
+    readOptions?.fresh === true ? store.readClaims(refs, readOptions) : readClaimsThrough(store, refs, { recall });
+  overrides.commit = async (writes) => {
+    for (const w of writes) if (w.kind === "claim" || w.kind === "delete-claim") known.delete(claimId(w.ref));
+    const versions = await store.commit(writes);
+    writes.forEach((w, i) => {
+      const version = versions[i];
+      if (w.kind === "claim" && version !== undefined) remember(w.ref, { claim: w.claim, version });
+    });
+    return versions;
+  };
   return delegatingStore(store, overrides);
 }

@@ -6,7 +6,7 @@ import type { Reservation } from "./reservation.js";
 import type { Claim, PoolRef } from "./store.js";
 
 /**
- * Plain JSON forms of pools and claims, for stores that keep them as documents (etcd values).
+ * Plain JSON forms of pools and claims, for stores that keep them as documents (key-value stores).
  * Offsets are decimal strings (bigints); decoding validates everything and throws
  * StoreCorruptError naming the object — never a silently dropped entry.
  */

@@ -3,8 +3,8 @@ import type { Pool } from "./pool.js";
 import type { Reservation } from "./reservation.js";
 
 /**
- * The storage contract. Every backend (memory, file, etcd, Kubernetes) implements exactly this and
- * passes @ipamkit/storage-conformance. There is no lock: every write is compare-and-swap on an
+ * The storage contract. Every backend implements {@link StoreBackend} and passes
+ * @ipamkit/storage-conformance. There is no lock: every write is compare-and-swap on an
  * opaque version, and a stale write changes nothing and throws StoreConflictError.
  */
 
@@ -50,16 +50,16 @@ export interface StoredClaim {
   readonly version: Version;
 }
 
-/** One pool of a {@link IpamStore.scanPools}: what `readPool` would give there, or the error it would throw. */
+/** One pool of a listing with contents: what `readPool` would give there, or the error it would throw. */
 export type ScannedPool = { readonly ref: PoolRef; readonly stored: StoredPool } | { readonly ref: PoolRef; readonly error: Error };
 
-/** One claim of a {@link IpamStore.scanClaims}: where it is, and what `readClaim` would give there. */
+/** One claim of a listing with contents: where it is, and what `readClaim` would give there. */
 export interface ScannedClaim {
   readonly ref: ClaimRef;
   readonly stored: StoredClaim;
 }
 
-/** One conditional step of an atomic {@link IpamStore.commit}. */
+/** One conditional step of an atomic {@link StoreBackend.commit}. */
 export type StoreWrite =
   | { readonly kind: "pool"; readonly ref: PoolRef; readonly pool: Pool; readonly expected: Version | undefined }
   | { readonly kind: "claim"; readonly ref: ClaimRef; readonly claim: Claim; readonly expected: Version | undefined }
@@ -75,28 +75,50 @@ export type StoreWrite =
   /** Entry-level: removes exactly this reservation; conflicts unless the pool still holds it unchanged. */
   | { readonly kind: "unreserve"; readonly ref: PoolRef; readonly reservation: Reservation };
 
+/**
+ * What a store can do beyond the required calls: the one place a store advertises it. Core reads
+ * these, never the presence of a method nor the name of a backend.
+ */
 export interface StoreCapabilities {
   /** Safe when several OS processes on one host use the store at once. */
   readonly crossProcess: boolean;
   /** Safe when several hosts share the store. */
   readonly distributed: boolean;
+  /** Offers `commit`: several writes in one atomic transaction. */
+  readonly transactions: boolean;
   /**
-   * `commit` accepts the entry-level "reserve" and "unreserve" steps: concurrent allocations in one
-   * pool then conflict only when they pick the same address or key (etcd's per-address keys).
+   * `commit` accepts the entry-level "reserve" and "unreserve" steps (implies `transactions`):
+   * concurrent allocations in one pool then conflict only when they pick the same address or key.
    */
-  readonly entryWrites?: boolean;
+  readonly entryWrites: boolean;
+  /** `readClaims` of several claims costs one request (core then reads claims ahead). */
+  readonly batchReads: boolean;
+  /**
+   * `listPools` and `listClaims` with `contents` cost one paged list, not a read per record. A
+   * store without it is never asked for contents: core lists and reads each record instead.
+   */
+  readonly bulkLists: boolean;
 }
 
 export interface ClaimReadOptions {
   /**
-   * Read the store itself, not what this process remembers (core's wrappers honour it; a store,
+   * Read the store itself, not what this process remembers (core's caches honour it; a store,
    * which remembers nothing, ignores it). For answers that write nothing, which no
    * compare-and-swap would correct.
    */
   readonly fresh?: boolean;
 }
 
-export interface IpamStore {
+export interface ListOptions {
+  /** Also read each record listed, in bulk (only asked of stores with `capabilities.bulkLists`). */
+  readonly contents?: boolean;
+}
+
+/**
+ * The storage contract: what a backend implements (9 calls). Core completes it into an
+ * {@link IpamStore} (`completeStore`), filling in what the capabilities say the store lacks.
+ */
+export interface StoreBackend {
   /** Short backend name used in error prefixes, e.g. "storage-file". */
   readonly name: string;
   readonly capabilities: StoreCapabilities;
@@ -108,49 +130,55 @@ export interface IpamStore {
    */
   writePool(ref: PoolRef, pool: Pool, expected: Version | undefined): Promise<Version>;
   /**
-   * Optional, no request: the pool as this process last read or wrote it (core's withPoolRecall),
-   * possibly stale. Only for choices that a compare-and-swap write at its version validates.
+   * Every pool, in one stable order (network, then CIDR text). With `contents` (stores with
+   * `bulkLists`): each with what `readPool` would give, read in bulk ({@link ScannedPool}; a pool
+   * `readPool` would refuse is in its place with that error). For passes over every pool, never
+   * for one ADD or DEL.
    */
-  recallPool?(ref: PoolRef): StoredPool | undefined;
-  /** Every pool, in one stable order (network, then CIDR text). */
-  listPools(): Promise<PoolRef[]>;
-  /**
-   * Optional: every pool with what `readPool` would give, read in bulk (one paged list or range
-   * read, where `listPools` and a `readPool` each cost a request per pool), in `listPools`' order.
-   * A pool `readPool` would refuse (corrupt) is in its place with that error; the rest are read.
-   * For passes over every pool (the reconciler's observation), never for one ADD or DEL.
-   */
-  scanPools?(): Promise<ScannedPool[]>;
-  /** Reads a claim and its version; undefined when it does not exist. */
-  readClaim(ref: ClaimRef, options?: ClaimReadOptions): Promise<StoredClaim | undefined>;
-  /**
-   * Optional: reads several claims in one request (etcd: one transaction), each answer what
-   * `readClaim` would give, in the order asked. Core reads through `readClaimsOf`, which falls back
-   * to `readClaim` for each.
-   */
-  readClaims?(refs: readonly ClaimRef[]): Promise<(StoredClaim | undefined)[]>;
+  listPools(options?: ListOptions): Promise<PoolRef[] | ScannedPool[]>;
+  /** Reads claims and their versions (undefined where absent), in the order asked; one is a batch of one. */
+  readClaims(refs: readonly ClaimRef[], options?: ClaimReadOptions): Promise<(StoredClaim | undefined)[]>;
   /** Compare-and-swap like writePool; `expected` undefined means create-if-absent. */
   writeClaim(ref: ClaimRef, claim: Claim, expected: Version | undefined): Promise<Version>;
   /** Deletes the claim only if its version is still `expected`; otherwise StoreConflictError. */
   deleteClaim(ref: ClaimRef, expected: Version): Promise<void>;
-  /** Every claim of a network, in one stable order (address text). */
-  listClaims(network: string): Promise<ClaimRef[]>;
   /**
-   * Optional: every claim of these networks, each with what `readClaim` would give, read in bulk
-   * (Kubernetes: one paged list, where `readClaim` is a request each). A claim of these networks
-   * that is not in the answer did not exist when it was read. For passes over many claims at once
-   * (the reconciler releasing thousands), never for one ADD or DEL: its cost grows with every claim
-   * stored. In `listClaims`' order within each network, the networks in the order asked.
+   * Every claim of these networks, in one stable order (address text within each network, the
+   * networks in the order asked). With `contents` (stores with `bulkLists`): each with what
+   * `readClaims` would give, read in bulk; a claim not in the answer did not exist when it was
+   * read. Its cost grows with every claim stored: for passes over many, never for one ADD or DEL.
    */
-  scanClaims?(networks: readonly string[]): Promise<ScannedClaim[]>;
+  listClaims(networks: readonly string[], options?: ListOptions): Promise<ClaimRef[] | ScannedClaim[]>;
   /**
-   * Optional: applies every step atomically — all compares hold and all writes happen, or
-   * StoreConflictError and nothing changes. Returns the new version of each step (the checked
-   * version for "check-pool", "" for "delete-claim"). Stores with multi-key transactions (etcd)
-   * offer it; core then writes a claim in the same transaction as its pool.
+   * Stores with `capabilities.transactions`: applies every step atomically — all compares hold
+   * and all writes happen, or StoreConflictError and nothing changes. Returns the new version of
+   * each step (the checked version for "check-pool", "" for "delete-claim").
    */
   commit?(writes: readonly StoreWrite[]): Promise<Version[]>;
   /** Releases connections and handles. */
+  close(): Promise<void>;
+}
+
+/**
+ * A store as core and its callers use it: a {@link StoreBackend} completed by `completeStore`,
+ * so that no call site branches on a missing method. `commit` refuses (StoreRejectedError) on a
+ * store without `capabilities.transactions`; listings with contents are filled in by reads.
+ */
+export interface IpamStore {
+  readonly name: string;
+  readonly capabilities: StoreCapabilities;
+  readPool(ref: PoolRef): Promise<StoredPool | undefined>;
+  writePool(ref: PoolRef, pool: Pool, expected: Version | undefined): Promise<Version>;
+  listPools(): Promise<PoolRef[]>;
+  listPools(options: { readonly contents: true }): Promise<ScannedPool[]>;
+  readClaims(refs: readonly ClaimRef[], options?: ClaimReadOptions): Promise<(StoredClaim | undefined)[]>;
+  /** One claim: a batch of one. */
+  readClaim(ref: ClaimRef, options?: ClaimReadOptions): Promise<StoredClaim | undefined>;
+  writeClaim(ref: ClaimRef, claim: Claim, expected: Version | undefined): Promise<Version>;
+  deleteClaim(ref: ClaimRef, expected: Version): Promise<void>;
+  listClaims(network: string | readonly string[]): Promise<ClaimRef[]>;
+  listClaims(networks: readonly string[], options: { readonly contents: true }): Promise<ScannedClaim[]>;
+  commit(writes: readonly StoreWrite[]): Promise<Version[]>;
   close(): Promise<void>;
 }
 

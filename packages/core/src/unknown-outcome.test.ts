@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createNodeBlockIpam } from "./block-ipam.js";
 import { repairClaim } from "./claim-repair.js";
-import { delegatingStore } from "./delegating-store.js";
+import { delegatingStore } from "./complete-store.js";
 import { StoreUnavailableError } from "./errors.js";
 import { formatIp, ipAt, parseCidr } from "./ip.js";
 import { createIpam } from "./ipam.js";
@@ -29,8 +29,8 @@ const fast = { sleep: async () => {} };
 
 const SHAPES: Record<string, MemoryStoreOptions> = {
   "separate writes": {},
-  "atomic commit": { atomicCommit: true },
-  "entry-level commits": { atomicCommit: true, entryWrites: true },
+  "atomic commit": { transactions: true },
+  "entry-level commits": { transactions: true, entryWrites: true },
 };
 
 /** `shared`, whose write number `n` (1-based; 0: none) is applied and then reported as of unknown outcome. */
@@ -124,7 +124,7 @@ describe("a write of unknown outcome that was applied", () => {
   }
 
   it("an all-or-nothing ADD undoes a range whose write landed with an unknown outcome when a later range fails", async () => {
-    const shared = createMemoryStore({ atomicCommit: true });
+    const shared = createMemoryStore({ transactions: true });
     const { store } = applyThenFail(shared, 1); // the first range's commit (pool and claim)
     const full = parseRange({ range: "10.1.0.0/30", range_start: "10.1.0.1", range_end: "10.1.0.1" });
     await createIpam({ store: shared }).allocate({ ranges: [full], key: k2 });

@@ -24,10 +24,10 @@ import {
   formatIp,
   type IpamStore,
   type PodFacts,
+  PoolCache,
   parseRange,
   withAffinityCache,
   withOwnClaimMemory,
-  withPoolRecall,
 } from "@ipamkit/core";
 import { startEtcd } from "@ipamkit/etcd-launcher";
 import { startKubeTestServer } from "@ipamkit/kube-test-server";
@@ -54,8 +54,8 @@ async function place(store: IpamStore, generation: number): Promise<Map<string, 
   await Promise.all(
     Array.from({ length: NODES }, async (_, n) => {
       // a node's agent as started afresh (its own memories over the shared client), as after a power-cycle
-      const stack = withPoolRecall(withOwnClaimMemory(withAffinityCache(store)));
-      const ipam = createNodeBlockIpam({ store: stack, node: `node-${n}`, blockSize: 16 });
+      const stack = withOwnClaimMemory(withAffinityCache(store));
+      const ipam = createNodeBlockIpam({ store: stack, cache: new PoolCache(), node: `node-${n}`, blockSize: 16 });
       for (let pod = n; pod < PODS; pod += NODES) {
         const addresses: string[] = [];
         for (let k = 0; k < NETWORKS; k++) {
@@ -122,10 +122,9 @@ async function kubernetesBackend(): Promise<Backend> {
   };
 }
 
-/** The store without its bulk reads (scanPools, scanClaims): every other call, readClaims included, as it is. */
+/** The store advertising no bulk lists (listings with contents then read record by record): every other call, readClaims included, as it is. */
 function withoutScans(store: IpamStore): IpamStore {
-  const { scanPools: _pools, scanClaims: _claims, ...rest } = delegatingStore(store);
-  return rest;
+  return delegatingStore(store, { capabilities: { ...store.capabilities, bulkLists: false } });
 }
 
 /** One call through a client opened for it (its cache empty, as in a reconciler's own process), its requests counted. */

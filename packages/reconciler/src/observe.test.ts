@@ -92,24 +92,23 @@ describe("observePools", () => {
     expect(observation.reservations.map((o) => o.address)).toEqual(["10.1.0.1", "10.5.0.1"]);
   });
 
-  it("reads every pool in one scan where the store offers scanPools: no listing, no read each, the same observation", async () => {
+  it("reads every pool in one scan where the store lists in bulk: no listing, no read each, the same observation", async () => {
     const { store, refs } = await pools({ bulkLists: true });
     const calls = { scan: 0, list: 0, read: 0 };
-    const counted: IpamStore = {
-      ...store,
-      scanPools: () => {
-        calls.scan++;
-        return (store.scanPools as NonNullable<IpamStore["scanPools"]>)();
-      },
-      listPools: () => {
+    const counted: IpamStore = delegatingStore(store, {
+      listPools: ((options?: { contents?: boolean }) => {
+        if (options?.contents === true) {
+          calls.scan++;
+          return store.listPools({ contents: true });
+        }
         calls.list++;
         return store.listPools();
-      },
+      }) as IpamStore["listPools"],
       readPool: (ref) => {
         calls.read++;
         return store.readPool(ref);
       },
-    };
+    });
     const observation = await observePools(counted, { concurrency: 4 });
     expect(calls).toEqual({ scan: 1, list: 0, read: 0 });
     expect(observation.pools).toBe(POOLS);
@@ -124,10 +123,12 @@ describe("observePools", () => {
     const { store, refs } = await pools({ bulkLists: true });
     const bad = refs[4] as PoolRef;
     const scanning = delegatingStore(store, {
-      scanPools: async () =>
-        ((await store.scanPools?.()) ?? []).map((x) =>
-          poolId(x.ref) === poolId(bad) ? { ref: x.ref, error: new Error("corrupt entry") } : x,
-        ),
+      listPools: (async (options?: { contents?: boolean }) =>
+        options?.contents === true
+          ? (await store.listPools({ contents: true })).map((x) =>
+              poolId(x.ref) === poolId(bad) ? { ref: x.ref, error: new Error("corrupt entry") } : x,
+            )
+          : store.listPools()) as IpamStore["listPools"],
     });
     const observation = await observePools(scanning);
     expect(observation.unreadable).toEqual([{ pool: bad, error: new Error("corrupt entry") }]);

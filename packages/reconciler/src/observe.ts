@@ -22,12 +22,12 @@ export interface ObserveOptions {
 type PoolRead = { stored: StoredPool | undefined } | { error: Error };
 
 /**
- * Every pool and its read: in one bulk read where the store offers `scanPools` (one paged list or
+ * Every pool and its read: in one bulk read where the store lists in bulk (one paged list or
  * range instead of a request per pool), else listed and read `concurrency` at a time.
  */
 async function readEveryPool(store: IpamStore, concurrency: number): Promise<{ refs: PoolRef[]; reads: PoolRead[] }> {
-  if (store.scanPools !== undefined) {
-    const scanned = await store.scanPools();
+  if (store.capabilities.bulkLists) {
+    const scanned = await store.listPools({ contents: true });
     return {
       refs: scanned.map((x) => x.ref),
       reads: scanned.map((x): PoolRead => ("error" in x ? { error: x.error } : { stored: x.stored })),

@@ -164,11 +164,11 @@ async function scanClaimsFor(
   observed: number,
   log: Logger,
 ): Promise<HandedReads["claims"]> {
-  const { scanClaims } = options.store;
-  if (scanClaims === undefined || options.overlappingRanges === false || !cheaperListed(confirmed.length, observed)) return undefined;
+  if (!options.store.capabilities.bulkLists || options.overlappingRanges === false || !cheaperListed(confirmed.length, observed))
+    return undefined;
   const networks = new Set(confirmed.map((v) => v.observed.pool.network));
   try {
-    return { networks, scanned: await scanClaims.call(options.store, [...networks]) };
+    return { networks, scanned: await options.store.listClaims([...networks], { contents: true }) };
   } catch (error) {
     log.warn({ err: error }, "claims could not be scanned; each release reads its own");
     return undefined;

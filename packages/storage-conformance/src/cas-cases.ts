@@ -141,9 +141,18 @@ export function registerCasCases(ctx: SuiteContext): void {
     expect(await readClaimsOf(s, [])).toEqual([]);
   });
 
-  it("offers scanClaims and scanPools exactly when the suite was told it does", () => {
-    expect(ctx.store().scanClaims !== undefined).toBe(ctx.options.claimScans === true);
-    expect(ctx.store().scanPools !== undefined).toBe(ctx.options.poolScans === true);
+  it("advertises exactly the capabilities the suite was told; commit refuses without transactions", async () => {
+    const s = ctx.store();
+    const told = ctx.options.capabilities ?? {};
+    const { transactions, entryWrites, batchReads, bulkLists } = s.capabilities;
+    expect({ transactions, entryWrites, batchReads, bulkLists }).toEqual({
+      transactions: told.transactions === true,
+      entryWrites: told.entryWrites === true,
+      batchReads: told.batchReads === true,
+      bulkLists: told.bulkLists === true,
+    });
+    if (!transactions)
+      await expect(s.commit([{ kind: "check-pool", ref, expected: undefined }])).rejects.toMatchObject({ code: "STORE_REJECTED" });
   });
 
   it("reports corruption with a typed error and never resets the pool", async () => {
@@ -167,7 +176,6 @@ export function registerCasCases(ctx: SuiteContext): void {
 export function registerCommitCases(ctx: SuiteContext): void {
   it("commit is all-or-nothing: one stale compare fails the whole transaction", async () => {
     const s = ctx.store();
-    if (s.commit === undefined) throw new Error(`${s.name} declares atomicCommit but has no commit()`);
     const other = { network: "", cidr: "10.2.0.0/24" };
     const v1 = await s.writePool(ref, pool([1, "a"]), undefined);
     const claimRef = { network: "", address: "10.1.0.1" };
@@ -197,8 +205,6 @@ export function registerEntryCases(ctx: SuiteContext): void {
   const res = (offset: number, id: string) => ({ offset: BigInt(offset), key: key(id), podRef: "ns/p" });
   it("reserve adds one entry and conflicts only on its own offset or key", async () => {
     const s = ctx.store();
-    if (s.commit === undefined || s.capabilities.entryWrites !== true)
-      throw new Error(`${s.name} declares entryWrites but does not offer them`);
     await s.commit([{ kind: "reserve", ref, reservation: res(1, "a"), lastOffset: 1n }]);
     const seen = await s.readPool(ref);
     // another entry, based on nothing newer: fine
@@ -214,7 +220,6 @@ export function registerEntryCases(ctx: SuiteContext): void {
 
   it("unreserve removes exactly an unchanged entry, and is all-or-nothing with the rest of the commit", async () => {
     const s = ctx.store();
-    if (s.commit === undefined) throw new Error("no commit");
     await s.commit([{ kind: "reserve", ref, reservation: res(1, "a"), lastOffset: undefined }]);
     await expect(s.commit([{ kind: "unreserve", ref, reservation: { ...res(1, "a"), podRef: "ns/other" } }])).rejects.toBeInstanceOf(
       StoreConflictError,
@@ -234,9 +239,9 @@ export function registerEntryCases(ctx: SuiteContext): void {
   });
 }
 
-/** The optional bulk read of claims: each answer what readClaim gives, nothing of other networks, nothing deleted. */
+/** Claims listed with contents (one bulk read, or filled in by reads): each answer what readClaim gives, nothing of other networks, nothing deleted. */
 export function registerScanCases(ctx: SuiteContext): void {
-  it("scans every claim of the networks asked, each as readClaim reads it, in listClaims' order", async () => {
+  it("lists every claim of the networks asked with contents, each as readClaim reads it, in listClaims' order", async () => {
     const s = ctx.store();
     const c = (network: string, address: string) => ({ network, address });
     const refs = [c("n1", "10.1.0.9"), c("n1", "10.1.0.10"), c("n1", "10.1.0.1"), c("n2", "10.1.0.2"), c("other", "10.1.0.3")];
@@ -247,19 +252,19 @@ export function registerScanCases(ctx: SuiteContext): void {
       (await s.readClaim(refs[0] as ClaimRef))?.version,
     );
     await s.deleteClaim(refs[1] as ClaimRef, (await s.readClaim(refs[1] as ClaimRef))?.version as string);
-    const scanned = (await s.scanClaims?.(["n2", "n1", "n2", "absent"])) ?? [];
+    const scanned = await s.listClaims(["n2", "n1", "n2", "absent"], { contents: true });
     expect(scanned.map((x) => `${x.ref.network}/${x.ref.address}`)).toEqual(["n2/10.1.0.2", "n1/10.1.0.1", "n1/10.1.0.9"]);
     for (const x of scanned) expect(x.stored).toEqual(await s.readClaim(x.ref));
     expect(scanned[2]?.stored).toEqual({ claim: { pool: ref, key: key("again"), podRef: "ns/again" }, version: v });
-    expect(await s.scanClaims?.([])).toEqual([]);
+    expect(await s.listClaims([], { contents: true })).toEqual([]);
   });
 }
 
-/** The optional bulk read of pools: each answer what readPool gives, in listPools' order; a corrupt pool reported in its place. */
+/** Pools listed with contents (one bulk read, or filled in by reads): each answer what readPool gives, in listPools' order; a corrupt pool reported in its place. */
 export function registerPoolScanCases(ctx: SuiteContext): void {
-  it("scans every pool as readPool reads it, in listPools' order, a corrupt one reported in its place", async () => {
+  it("lists every pool with contents as readPool reads it, in listPools' order, a corrupt one reported in its place", async () => {
     const s = ctx.store();
-    expect(await s.scanPools?.()).toEqual([]);
+    expect(await s.listPools({ contents: true })).toEqual([]);
     const refs = [
       { network: "b", cidr: "10.2.0.0/24" },
       { network: "", cidr: "10.9.0.0/24" },
@@ -277,7 +282,7 @@ export function registerPoolScanCases(ctx: SuiteContext): void {
     await s.writePool(again, before.pool.with({ offset: 9n, key: key("again") }), before.version);
     const corrupt = refs[3] as (typeof refs)[number];
     if (ctx.options.corruptPool !== undefined) await ctx.options.corruptPool(s, corrupt);
-    const scanned = (await s.scanPools?.()) ?? [];
+    const scanned = await s.listPools({ contents: true });
     expect(scanned.map((x) => x.ref)).toEqual(await s.listPools());
     for (const x of scanned) {
       if ("error" in x) {

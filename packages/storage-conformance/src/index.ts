@@ -38,10 +38,10 @@ export function describeStoreConformance(options: ConformanceOptions): void {
       await options.cleanup?.();
     });
     describe("compare-and-swap, order, claims, corruption", () => registerCasCases(ctx));
-    if (options.atomicCommit === true) describe("atomic commit", () => registerCommitCases(ctx));
-    if (options.entryWrites === true) describe("entry-level commit steps", () => registerEntryCases(ctx));
-    if (options.claimScans === true) describe("claims scanned in bulk", () => registerScanCases(ctx));
-    if (options.poolScans === true) describe("pools scanned in bulk", () => registerPoolScanCases(ctx));
+    if (options.capabilities?.transactions === true) describe("atomic commit", () => registerCommitCases(ctx));
+    if (options.capabilities?.entryWrites === true) describe("entry-level commit steps", () => registerEntryCases(ctx));
+    describe("claims listed with contents", () => registerScanCases(ctx));
+    describe("pools listed with contents", () => registerPoolScanCases(ctx));
     describe("allocation and exact-key release", () => registerAllocationCases(ctx));
     describe("legacy Whereabouts entries (no ifname)", () => registerLegacyCases(ctx));
     describe("overlapping ranges", () => registerOverlapCases(ctx));

@@ -1,26 +1,15 @@
-import { createMemoryStore } from "@ipamkit/core";
+import { createMemoryStore, type MemoryStoreOptions } from "@ipamkit/core";
 import { describeStoreConformance } from "./index.js";
 
-// The in-memory reference store passes the same suite as every other store — once with separate
-// writes (like the file store), with separate writes and claims and pools scanned in bulk (like Kubernetes),
-// and with atomic commits and claim batches (like etcd).
-describeStoreConformance({ name: "memory", create: () => createMemoryStore() });
-describeStoreConformance({
-  name: "memory (claim and pool scans: like Kubernetes)",
-  create: () => createMemoryStore({ claimScans: true, poolScans: true }),
-  claimScans: true,
-  poolScans: true,
-});
-describeStoreConformance({ name: "memory (atomic commit)", create: () => createMemoryStore({ atomicCommit: true }), atomicCommit: true });
-describeStoreConformance({
-  name: "memory (entry-level commits)",
-  create: () => createMemoryStore({ atomicCommit: true, entryWrites: true }),
-  atomicCommit: true,
-  entryWrites: true,
-});
-describeStoreConformance({
-  name: "memory (entry-level commits, claim batches: like etcd)",
-  create: () => createMemoryStore({ atomicCommit: true, entryWrites: true, claimBatches: true }),
-  atomicCommit: true,
-  entryWrites: true,
-});
+// The in-memory reference store passes the same suite as every other store, once for each set of
+// capabilities core has a path for: none (separate writes), bulk lists, atomic commits,
+// entry-level commits, and entry-level commits with batched claim reads.
+const variants: [string, MemoryStoreOptions][] = [
+  ["memory", {}],
+  ["memory (bulk lists)", { bulkLists: true }],
+  ["memory (atomic commit)", { transactions: true }],
+  ["memory (entry-level commits)", { transactions: true, entryWrites: true }],
+  ["memory (entry-level commits, batched reads, bulk lists)", { transactions: true, entryWrites: true, batchReads: true, bulkLists: true }],
+];
+for (const [name, capabilities] of variants)
+  describeStoreConformance({ name, create: () => createMemoryStore(capabilities), capabilities });

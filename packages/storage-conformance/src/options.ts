@@ -1,4 +1,4 @@
-import type { IpamStore, PoolRef } from "@ipamkit/core";
+import type { IpamStore, PoolRef, StoreCapabilities } from "@ipamkit/core";
 
 export interface ConformanceOptions {
   /** Shown in the describe title. */
@@ -14,14 +14,13 @@ export interface ConformanceOptions {
    * be built instead.
    */
   corruptPool?: (store: IpamStore, ref: PoolRef) => Promise<void>;
-  /** The store offers the optional atomic `commit` (multi-object transactions); its semantics are then checked. */
-  atomicCommit?: boolean;
-  /** The store's `commit` accepts the entry-level "reserve"/"unreserve" steps; their semantics are then checked. */
-  entryWrites?: boolean;
-  /** The store offers the optional `scanClaims` (every claim of some networks in bulk); its answers are then checked against `readClaim`. */
-  claimScans?: boolean;
-  /** The store offers the optional `scanPools` (every pool in bulk); its answers are then checked against `readPool`. */
-  poolScans?: boolean;
+  /**
+   * The capabilities the store advertises beyond the required calls (each absent one: false). The
+   * suite checks the store advertises exactly these, and runs the cases of each: `transactions`
+   * (atomic commit), `entryWrites` (reserve/unreserve steps). Listings with contents run on every
+   * store: read in bulk where `bulkLists`, filled in by core's adapter elsewhere.
+   */
+  capabilities?: Partial<Pick<StoreCapabilities, "transactions" | "entryWrites" | "batchReads" | "bulkLists">>;
   /**
    * How many legacy entries (no ifName, Whereabouts < 0.8) one container id may hold in one pool:
    * "several" (default; Whereabouts' IPPool, files, memory) or "one" (a store that indexes entries

@@ -1,11 +1,11 @@
 /**
  * A power-cycle's second blocks on one etcd (Debian etcd-server, data dir on tmpfs): NODES nodes
  * each place PODS keys (one block each), then every node is "restarted" (a fresh agent's store
- * stack: core's withPoolRecall(withOwnClaimMemory(withAffinityCache(store)))) and
+ * stack: core's withOwnClaimMemory(withAffinityCache(store)) and a fresh PoolCache) and
  * places PODS more keys at once — its first block is full, so every node claims a second block
  * while the others do, walking past the blocks they took. Side by side, alternated, on fresh
  * prefixes: the etcd store as it is (claims read ahead in one transaction), and the same store
- * with `readClaims` hidden (one claim per request, as before). Counts the store calls that reach
+ * advertising no `batchReads` (one claim per request, as before). Counts the store calls that reach
  * etcd (each one request) and the time of the restarted nodes' ADDs, after one uncounted warm-up round.
  * Run: pnpm --filter @ipamkit/storage-etcd bench:block-walk   (BENCH_ROUNDS=3 by default)
  */
@@ -14,10 +14,10 @@ import {
   createNodeBlockIpam,
   delegatingStore,
   type IpamStore,
+  PoolCache,
   parseRange,
   withAffinityCache,
   withOwnClaimMemory,
-  withPoolRecall,
 } from "@ipamkit/core";
 import { startEtcd } from "@ipamkit/etcd-launcher";
 import { createEtcdStore } from "../src/index.js";
@@ -29,7 +29,7 @@ const range = parseRange({ range: "10.100.0.0/20" }); // 256 blocks of 16, as in
 
 type Variant = "read ahead" | "one by one";
 
-/** Counts every call that reaches etcd (one request each) by name; `oneByOne` hides readClaims. */
+/** Counts every call that reaches etcd (one request each) by name; `oneByOne` advertises no batched reads. */
 function counted(store: IpamStore, oneByOne: boolean, calls: Map<string, number>): IpamStore {
   const count = <T>(name: string, p: Promise<T>) => {
     calls.set(name, (calls.get(name) ?? 0) + 1);
@@ -42,17 +42,15 @@ function counted(store: IpamStore, oneByOne: boolean, calls: Map<string, number>
     writeClaim: (ref, claim, expected) => count("writeClaim", store.writeClaim(ref, claim, expected)),
     deleteClaim: (ref, expected) => count("deleteClaim", store.deleteClaim(ref, expected)),
   };
-  const { commit, readClaims } = store;
-  if (commit !== undefined) overrides.commit = (writes) => count("commit", commit.call(store, writes));
-  if (!oneByOne && readClaims !== undefined) overrides.readClaims = (refs) => count("readClaims", readClaims.call(store, refs));
-  // delegatingStore drops the store's readClaims because readClaim is overridden: one by one unless set above
-  return delegatingStore(store, overrides);
+  overrides.commit = (writes) => count("commit", store.commit(writes));
+  overrides.readClaims = (refs) => count("readClaims", store.readClaims(refs));
+  return delegatingStore(store, oneByOne ? { ...overrides, capabilities: { ...store.capabilities, batchReads: false } } : overrides);
 }
 
 /** One node's agent as started afresh: its own memories, over the node's counted etcd client. */
 function agentStack(store: IpamStore, node: string) {
-  const stack = withPoolRecall(withOwnClaimMemory(withAffinityCache(store)));
-  return createNodeBlockIpam({ store: stack, node, blockSize: 16 });
+  const stack = withOwnClaimMemory(withAffinityCache(store));
+  return createNodeBlockIpam({ store: stack, cache: new PoolCache(), node, blockSize: 16 });
 }
 
 async function run(endpoint: string, variant: Variant, round: number) {

@@ -1,4 +1,4 @@
-import { attachmentKey, type IpamStore, Pool, parseCidr, type Reservation, type StoreWrite } from "@ipamkit/core";
+import { attachmentKey, type IpamStore, Pool, PoolCache, parseCidr, type Reservation, type StoreWrite } from "@ipamkit/core";
 import fc from "fast-check";
 import { expect, inject, it } from "vitest";
 import { createEtcdStore } from "./index.js";
@@ -74,19 +74,13 @@ it("cached reads always equal a fresh full read, whatever two writers did", asyn
   );
 });
 
-/** The store's commit and recallPool, which the etcd store always offers. */
-const commitOn = (s: IpamStore, writes: StoreWrite[]) => {
-  if (s.commit === undefined) throw new Error("no commit");
-  return s.commit(writes);
-};
-const recall = (s: IpamStore) => {
-  if (s.recallPool === undefined) throw new Error("no recallPool");
-  return s.recallPool(ref);
-};
+const commitOn = (s: IpamStore, writes: StoreWrite[]) => s.commit(writes);
 
-it("recalls the pool with its own entry steps folded in, without a read; a stale recall only costs a conflict", async () => {
+it("core's PoolCache recalls the pool with its own entry steps folded in, without a read; a stale recall only costs a conflict", async () => {
   const prefix = `/cache-recall/${process.pid}/`;
-  const store = createEtcdStore({ endpoints: [endpoint], prefix });
+  const cache = new PoolCache();
+  const store = cache.watch(createEtcdStore({ endpoints: [endpoint], prefix }));
+  const recall = (_: IpamStore) => cache.recall(ref);
   const other = createEtcdStore({ endpoints: [endpoint], prefix });
   const fresh = async () => {
     const reader = createEtcdStore({ endpoints: [endpoint], prefix });
@@ -112,13 +106,15 @@ it("recalls the pool with its own entry steps folded in, without a read; a stale
     expect(recalled?.pool.lastOffset).toBe(truth?.pool.lastOffset);
     // another instance writes: the recall is stale, and a reserve made from it conflicts
     await commitOn(other, [{ kind: "reserve", ref, reservation: res(3, "o"), lastOffset: 3n }]);
-    expect(view(recall(store)?.pool)).toEqual(["1:c", "2:b"]);
+    const stale = recall(store);
+    if (stale === undefined) throw new Error("nothing recalled");
+    expect(view(stale.pool)).toEqual(["1:c", "2:b"]);
     await expect(commitOn(store, [{ kind: "reserve", ref, reservation: res(3, "d"), lastOffset: 3n }])).rejects.toMatchObject({
       code: "STORE_CONFLICT",
     });
+    // a failed commit leaves the pool as last seen
+    expect(recall(store)).toEqual(stale);
     // nor may a whole-pool write at the recalled version drop what the other instance wrote
-    const stale = recall(store);
-    if (stale === undefined) throw new Error("nothing recalled");
     await expect(store.writePool(ref, stale.pool, stale.version)).rejects.toMatchObject({ code: "STORE_CONFLICT" });
     expect(view((await store.readPool(ref))?.pool)).toEqual(["1:c", "2:b", "3:o"]);
     // the other writes between this instance's read and its own step: the fold must not pass for current

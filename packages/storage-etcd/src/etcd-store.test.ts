@@ -115,7 +115,7 @@ describe("on a real etcd", () => {
     // a scan of several pools spanning pages (a pool's keys split between pages) reads each as readPool does
     const second = parseRange({ range: "10.7.0.0/28" });
     for (let i = 0; i < 5; i++) await createIpam({ store: writer }).allocate({ network: "b", ranges: [second], key: key(`q${i}`) });
-    const scanned = ((await paged.scanPools?.()) ?? []).map((x) => ("stored" in x ? x : undefined));
+    const scanned = (await paged.listPools({ contents: true })).map((x) => ("stored" in x ? x : undefined));
     expect(scanned.map((x) => x?.ref)).toEqual(await writer.listPools());
     for (const x of scanned) {
       const read = await writer.readPool(x?.ref as PoolRef);

@@ -2,10 +2,12 @@ import {
   type Claim,
   type ClaimRef,
   claimId,
+  completeStore,
   type IpamStore,
   type Pool,
   type PoolRef,
   poolId,
+  type StoreBackend,
   type StoredClaim,
   type StoredPool,
   type StoreWrite,
@@ -34,24 +36,22 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
   const keys = layout(options.prefix ?? DEFAULT_PREFIX);
   const reads = new PoolReads(etcd, keys);
   const txns = new Transactions(etcd, keys, reads);
-  const store = {
+  const store: StoreBackend = {
     name: STORE_NAME,
-    capabilities: { crossProcess: true, distributed: true, entryWrites: true },
+    capabilities: { crossProcess: true, distributed: true, transactions: true, entryWrites: true, batchReads: true, bulkLists: true },
     readPool: (ref: PoolRef): Promise<StoredPool | undefined> => reads.read(ref),
-    /** The pool as this instance last read or wrote it, without a request (it may be stale: core validates by compare-and-swap). */
-    recallPool: (ref: PoolRef): StoredPool | undefined => reads.recall(ref),
     async writePool(ref: PoolRef, pool: Pool, expected: Version | undefined): Promise<Version> {
       const [version] = await txns.transact([{ kind: "pool", ref, pool, expected }], `write ${poolId(ref)}`);
       return version as Version;
     },
-    listPools: () => listPools(etcd, keys),
-    scanPools: () => scanPools(etcd, keys, reads),
-    async readClaim(ref: ClaimRef): Promise<StoredClaim | undefined> {
-      const key = keys.claim(ref);
-      const response = await etcd.call(`read claim ${claimId(ref)}`, () => etcd.client.get(key).exec());
-      return storedClaim(key, response.kvs[0]);
+    listPools: (listing) => (listing?.contents === true ? scanPools(etcd, keys, reads) : listPools(etcd, keys)),
+    async readClaims(refs: readonly ClaimRef[]): Promise<(StoredClaim | undefined)[]> {
+      const [only] = refs;
+      if (refs.length !== 1 || only === undefined) return readClaims(etcd, keys, refs);
+      const key = keys.claim(only);
+      const response = await etcd.call(`read claim ${claimId(only)}`, () => etcd.client.get(key).exec());
+      return [storedClaim(key, response.kvs[0])];
     },
-    readClaims: (refs: readonly ClaimRef[]) => readClaims(etcd, keys, refs),
     async writeClaim(ref: ClaimRef, claim: Claim, expected: Version | undefined): Promise<Version> {
       const [version] = await txns.transact([{ kind: "claim", ref, claim, expected }], `write claim ${claimId(ref)}`);
       return version as Version;
@@ -59,12 +59,11 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
     async deleteClaim(ref: ClaimRef, expected: Version): Promise<void> {
       await txns.transact([{ kind: "delete-claim", ref, expected }], `delete claim ${claimId(ref)}`);
     },
-    scanClaims: (networks: readonly string[]) => scanClaims(etcd, keys, networks),
-    listClaims: (network: string) => listClaims(etcd, keys, network),
+    listClaims: (networks, listing) => (listing?.contents === true ? scanClaims(etcd, keys, networks) : listClaims(etcd, keys, networks)),
     commit: (writes: readonly StoreWrite[]): Promise<Version[]> => txns.transact(writes, "commit"),
     async close(): Promise<void> {
       if (etcd.owned) etcd.client.close();
     },
-  } satisfies IpamStore;
-  return store;
+  };
+  return completeStore(store);
 }

@@ -105,11 +105,17 @@ export async function scanClaims(etcd: EtcdConnection, keys: Layout, networks: r
   return out;
 }
 
-/** A network's claims (keys only). */
-export async function listClaims(etcd: EtcdConnection, keys: Layout, network: string): Promise<ClaimRef[]> {
-  const found = await etcd.keysUnder("list claims", keys.claimsPrefix(network));
-  return found
-    .flatMap((k) => keys.parseClaim(k) ?? [])
-    .filter((r) => r.network === network)
-    .sort(byAddress);
+/** The claims of these networks (keys only), one paged range read each. */
+export async function listClaims(etcd: EtcdConnection, keys: Layout, networks: readonly string[]): Promise<ClaimRef[]> {
+  const out: ClaimRef[] = [];
+  for (const network of networks) {
+    const found = await etcd.keysUnder("list claims", keys.claimsPrefix(network));
+    out.push(
+      ...found
+        .flatMap((k) => keys.parseClaim(k) ?? [])
+        .filter((r) => r.network === network)
+        .sort(byAddress),
+    );
+  }
+  return out;
 }

@@ -11,16 +11,16 @@ import {
   type IpamStore,
   ipAt,
   nodeBlockOrder,
+  PoolCache,
   parseCidr,
   parseRange,
   withAffinityCache,
   withOwnClaimMemory,
-  withPoolRecall,
 } from "@ipamkit/core";
 import { expect, inject, it } from "vitest";
 import { createEtcdStore } from "./index.js";
 
-// Per-node blocks on etcd, whose store recalls its pools with its own entry-level steps folded in:
+// Per-node blocks on etcd, recalling pools (core's PoolCache) with their own entry-level steps folded in:
 // with two blocks, an ADD chooses from the recalls and fences the other block at its recalled
 // version in the same transaction (core's block-ipam.ts). These cases need that recall, so they
 // run here, on a real etcd.
@@ -33,13 +33,10 @@ let run = 0;
 function countedStore(prefix: string): { store: IpamStore; reads: string[] } {
   const inner = createEtcdStore({ endpoints: [endpoint], prefix });
   const reads: string[] = [];
-  const store: IpamStore = new Proxy(inner, {
-    get(target, property) {
-      if (property !== "readPool") return Reflect.get(target, property, target);
-      return (ref: { network: string; cidr: string }) => {
-        reads.push(ref.cidr);
-        return target.readPool(ref);
-      };
+  const store: IpamStore = delegatingStore(inner, {
+    readPool: (ref) => {
+      reads.push(ref.cidr);
+      return inner.readPool(ref);
     },
   });
   return { store, reads };
@@ -66,7 +63,7 @@ it("with two blocks, an ADD reads no pool (its other block fenced at the recalle
   // the same node's other writer: the binary while the agent restarts, or a dead agent's last write
   const otherStore = createEtcdStore({ endpoints: [endpoint], prefix });
   try {
-    const agent = createNodeBlockIpam({ store, node: "node-a", blockSize: 16 });
+    const agent = createNodeBlockIpam({ store, cache: new PoolCache(), node: "node-a", blockSize: 16 });
     const other = createNodeBlockIpam({ store: otherStore, node: "node-a", blockSize: 16 });
     for (let i = 0; i < 20; i++) await agent.allocate({ ranges: [range], key: key(`c${i}`) });
     const blockOf = async (id: string) => (await holdings(prefix)).find(([k]) => k === id)?.[1];
@@ -118,8 +115,7 @@ it("a restarted agent walks past the blocks other nodes took in one transaction 
       await raw.writeClaim(affinityClaimRef("net", block), claim, undefined);
     }
     const calls: string[] = [];
-    const readClaims = raw.readClaims?.bind(raw);
-    if (readClaims === undefined) throw new Error("the etcd store reads several claims in one transaction");
+    const readClaims = raw.readClaims.bind(raw);
     const counted = delegatingStore(raw, {
       readClaim: (ref, options) => {
         calls.push("readClaim");
@@ -131,8 +127,8 @@ it("a restarted agent walks past the blocks other nodes took in one transaction 
       },
     });
     // the node-local agent's stack, started afresh
-    const stack = withPoolRecall(withOwnClaimMemory(withAffinityCache(counted)));
-    const agent = createNodeBlockIpam({ store: stack, node: "node-a", blockSize: 16 });
+    const stack = withOwnClaimMemory(withAffinityCache(counted));
+    const agent = createNodeBlockIpam({ store: stack, cache: new PoolCache(), node: "node-a", blockSize: 16 });
     await agent.allocate({ network: "net", ranges: [wide], key: key("c0") });
     expect(calls).toEqual(["readClaims(8)"]);
     const ownerOf = async (n: number) => {

@@ -49,12 +49,6 @@ export class PoolReads {
     return cached === undefined ? this.readFull(ref) : this.refresh(ref, cached);
   }
 
-  /** The pool as this instance last read or wrote it, without a request (it may be stale). */
-  recall(ref: PoolRef): StoredPool | undefined {
-    const cached = this.cache.get(poolId(ref));
-    return cached === undefined ? undefined : { pool: cached.pool, version: cached.version };
-  }
-
   /** Whether `offset` of the pool was released (an empty value) as this instance last saw it. */
   released(ref: PoolRef, offset: bigint): boolean {
     return this.cache.get(poolId(ref))?.tombstones.has(offset) === true;

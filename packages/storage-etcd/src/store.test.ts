@@ -10,10 +10,7 @@ const prefixes = new WeakMap<object, string>();
 
 describeStoreConformance({
   name: "storage-etcd",
-  atomicCommit: true,
-  entryWrites: true,
-  poolScans: true,
-  claimScans: true,
+  capabilities: { transactions: true, entryWrites: true, batchReads: true, bulkLists: true },
   // one key/<containerId/ifName> row per key: a container holds at most one entry without ifname
   legacyEntries: "one",
   create: () => {

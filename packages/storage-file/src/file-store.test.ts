@@ -50,7 +50,14 @@ describe("createFileStore", () => {
   it("names itself, declares cross-process but not distributed, and defaults to /var/lib/cni/ipamkit", () => {
     expect(STORE_NAME).toBe("storage-file");
     expect(store.name).toBe(STORE_NAME);
-    expect(store.capabilities).toEqual({ crossProcess: true, distributed: false });
+    expect(store.capabilities).toEqual({
+      crossProcess: true,
+      distributed: false,
+      transactions: false,
+      entryWrites: false,
+      batchReads: false,
+      bulkLists: false,
+    });
     expect(DEFAULT_FILE_STORE_DIR).toBe("/var/lib/cni/ipamkit");
   });
 

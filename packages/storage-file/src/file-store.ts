@@ -6,6 +6,7 @@ import {
   type ClaimRef,
   claimId,
   comparePoolRefs,
+  completeStore,
   IpamError,
   type IpamStore,
   Pool,
@@ -13,6 +14,7 @@ import {
   type PoolRef,
   poolId,
   StoreAccessDeniedError,
+  type StoreBackend,
   type StoredClaim,
   type StoredPool,
 } from "@ipamkit/core";
@@ -134,9 +136,26 @@ export function createFileStore(options: FileStoreOptions = {}): IpamStore {
     return out;
   }
 
-  return {
+  async function readClaim(ref: ClaimRef): Promise<StoredClaim | undefined> {
+    const snapshot = await claims.read(claimDir(ref), claimLabel(ref), claimDecoder);
+    if (snapshot === undefined || snapshot.value === DELETED) return undefined;
+    return { claim: snapshot.value, version: versionOf(snapshot.gen) };
+  }
+
+  async function listClaimsOf(network: string): Promise<ClaimRef[]> {
+    const dir = join(claimsRoot, checkedName("network name", network));
+    const addresses = await children(dir);
+    const live = await Promise.all(addresses.map((a) => claims.exists(join(dir, a.name), claimLabel({ network, address: a.text }))));
+    return addresses
+      .filter((_, i) => live[i])
+      .map((a) => ({ network, address: a.text }))
+      .sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+  }
+
+  // no bulk lists, batched reads or transactions: core's adapter reads record by record
+  return completeStore({
     name: STORE_NAME,
-    capabilities: { crossProcess: true, distributed: false },
+    capabilities: { crossProcess: true, distributed: false, transactions: false, entryWrites: false, batchReads: false, bulkLists: false },
 
     async readPool(ref: PoolRef): Promise<StoredPool | undefined> {
       guard();
@@ -168,11 +187,9 @@ export function createFileStore(options: FileStoreOptions = {}): IpamStore {
       return out.sort(comparePoolRefs);
     },
 
-    async readClaim(ref: ClaimRef): Promise<StoredClaim | undefined> {
+    async readClaims(refs: readonly ClaimRef[]): Promise<(StoredClaim | undefined)[]> {
       guard();
-      const snapshot = await claims.read(claimDir(ref), claimLabel(ref), claimDecoder);
-      if (snapshot === undefined || snapshot.value === DELETED) return undefined;
-      return { claim: snapshot.value, version: versionOf(snapshot.gen) };
+      return Promise.all(refs.map(readClaim));
     },
 
     async writeClaim(ref, claim, expected) {
@@ -190,20 +207,16 @@ export function createFileStore(options: FileStoreOptions = {}): IpamStore {
       await claims.commit(claimDir(ref), claimLabel(ref), expected, DELETED, claimDecoder);
     },
 
-    async listClaims(network) {
+    async listClaims(networks) {
       guard();
-      const dir = join(claimsRoot, checkedName("network name", network));
-      const addresses = await children(dir);
-      const live = await Promise.all(addresses.map((a) => claims.exists(join(dir, a.name), claimLabel({ network, address: a.text }))));
-      return addresses
-        .filter((_, i) => live[i])
-        .map((a) => ({ network, address: a.text }))
-        .sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+      const out: ClaimRef[] = [];
+      for (const network of networks) out.push(...(await listClaimsOf(network)));
+      return out;
     },
 
     async close() {
       pools.clear();
       claims.clear();
     },
-  } satisfies IpamStore;
+  } satisfies StoreBackend);
 }

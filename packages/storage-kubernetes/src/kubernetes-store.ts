@@ -4,6 +4,7 @@ import {
   type ClaimRef,
   cidrContains,
   comparePoolRefs,
+  completeStore,
   formatIp,
   type Ip,
   type IpamStore,
@@ -11,6 +12,7 @@ import {
   parseIp,
   type ScannedClaim,
   type ScannedPool,
+  type StoreBackend,
   StoreConflictError,
   StoreCorruptError,
   type StoredClaim,
@@ -146,9 +148,46 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
     return { claim, version };
   }
 
-  const store: IpamStore = {
+  async function readClaim(ref: ClaimRef): Promise<StoredClaim | undefined> {
+    const name = reservationName(ref);
+    const object = await api.get(RESERVATION, name);
+    if (object === undefined) return undefined;
+    return storedClaim(ref, object, name, listedPools());
+  }
+
+  /** Every pool, each read from one paged list of the IPPools (a corrupt one with its error). */
+  async function scanPools(): Promise<ScannedPool[]> {
+    return (await listIPPools()).map((listed): ScannedPool => {
+      try {
+        return { ref: listed.ref, stored: storedPool(listed.ref, listed.object.metadata?.name ?? "", listed.object) };
+      } catch (error) {
+        return { ref: listed.ref, error: error instanceof Error ? error : new Error(String(error)) };
+      }
+    });
+  }
+
+  /** The claims of these networks from one paged list of the reservation objects; with contents, each as readClaim reads it. */
+  async function listClaims(networks: readonly string[], contents: boolean): Promise<ClaimRef[] | ScannedClaim[]> {
+    const objects = await api.list(RESERVATION);
+    const pools = listedPools();
+    const refs: ClaimRef[] = [];
+    const out: ScannedClaim[] = [];
+    for (const network of new Set(networks))
+      for (const { ref, object } of await claimsAmong(objects, network, pools)) {
+        refs.push(ref);
+        if (!contents) continue;
+        const name = object.metadata?.name ?? "";
+        // an object not at its claim's name is not what readClaim reads there: read that instead
+        const stored = name === reservationName(ref) ? await storedClaim(ref, object, name, pools) : await readClaim(ref);
+        if (stored !== undefined) out.push({ ref, stored });
+      }
+    return contents ? out : refs;
+  }
+
+  const store: StoreBackend = {
     name: STORE_NAME,
-    capabilities: { crossProcess: true, distributed: true },
+    // no multi-object transactions; one paged list reads every pool or reservation
+    capabilities: { crossProcess: true, distributed: true, transactions: false, entryWrites: false, batchReads: false, bulkLists: true },
 
     async readPool(ref) {
       const name = ipPoolName(ref);
@@ -158,16 +197,6 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
         return undefined;
       }
       return storedPool(ref, name, object);
-    },
-
-    async scanPools() {
-      return (await listIPPools()).map((listed): ScannedPool => {
-        try {
-          return { ref: listed.ref, stored: storedPool(listed.ref, listed.object.metadata?.name ?? "", listed.object) };
-        } catch (error) {
-          return { ref: listed.ref, error: error instanceof Error ? error : new Error(String(error)) };
-        }
-      });
     },
 
     async writePool(ref, pool, expected) {
@@ -206,16 +235,11 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
       return version;
     },
 
-    async listPools() {
-      return (await listIPPools()).map((p) => p.ref);
+    async listPools(listing) {
+      return listing?.contents === true ? scanPools() : (await listIPPools()).map((p) => p.ref);
     },
 
-    async readClaim(ref): Promise<StoredClaim | undefined> {
-      const name = reservationName(ref);
-      const object = await api.get(RESERVATION, name);
-      if (object === undefined) return undefined;
-      return storedClaim(ref, object, name, listedPools());
-    },
+    readClaims: (refs) => Promise.all(refs.map(readClaim)),
 
     async writeClaim(ref, claim, expected) {
       const name = reservationName(ref);
@@ -230,23 +254,7 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
       seen.delete(`${RESERVATION.plural}/${name}`);
     },
 
-    async listClaims(network) {
-      return (await claimsAmong(await api.list(RESERVATION), network, listedPools())).map((c) => c.ref);
-    },
-
-    async scanClaims(networks) {
-      const objects = await api.list(RESERVATION);
-      const pools = listedPools();
-      const out: ScannedClaim[] = [];
-      for (const network of new Set(networks))
-        for (const { ref, object } of await claimsAmong(objects, network, pools)) {
-          const name = object.metadata?.name ?? "";
-          // an object not at its claim's name is not what readClaim reads there: read that instead
-          const stored = name === reservationName(ref) ? await storedClaim(ref, object, name, pools) : await store.readClaim(ref);
-          if (stored !== undefined) out.push({ ref, stored });
-        }
-      return out;
-    },
+    listClaims: (networks, listing) => listClaims(networks, listing?.contents === true),
 
     async close() {
       api.close();
@@ -254,5 +262,5 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
       decoded.clear();
     },
   };
-  return store;
+  return completeStore(store);
 }

@@ -20,8 +20,7 @@ for (const target of kubeTargets()) {
 
     describeStoreConformance({
       name: "storage-kubernetes",
-      claimScans: true,
-      poolScans: true,
+      capabilities: { bulkLists: true },
       ...(target.concurrency === undefined ? {} : { concurrency: target.concurrency }),
       create: async () => {
         const namespace = await env.namespace();

@@ -152,7 +152,7 @@ for (const target of kubeTargets()) {
 
     it("scans Whereabouts' reservations as it reads each: the holder resolved from the pools, per network asked", async () => {
       const s = store();
-      const scanned = (await s.scanClaims?.(["blue", ""])) ?? [];
+      const scanned = await s.listClaims(["blue", ""], { contents: true });
       expect(scanned.map((x) => x.ref)).toEqual([{ network: "blue", address: "192.168.10.5" }, ...(await s.listClaims(""))]);
       for (const x of scanned) expect(x.stored).toEqual(await s.readClaim(x.ref));
       expect(scanned.find((x) => x.ref.address === "10.10.0.2")?.stored.claim).toMatchObject({
