@@ -27,44 +27,28 @@ interface Entry<T> {
   ref: unknown;
 }
 
-/**
- * The in-memory reference store: one process only. Pools are immutable values, so they are stored
- * as they are, without copying. It can do everything the contract allows; its options say
- * which of it to advertise (the capabilities of the same names) (default: nothing optional), so that core's paths for stores with and
- * without each ability run on it. Passes the same conformance suite as every other store.
- */
-export type MemoryStoreOptions = Partial<Pick<StoreCapabilities, "transactions" | "entryWrites" | "batchReads" | "bulkLists">>;
+/** The records of a memory store: every write a compare-and-swap on a counter version. */
+class MemoryTables {
+  readonly pools = new Map<string, Entry<Pool>>();
+  readonly claims = new Map<string, Entry<Claim>>();
+  private clock = 0;
 
-export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
-  const asked = options;
-  const capabilities: StoreCapabilities = {
-    crossProcess: false,
-    distributed: false,
-    transactions: asked.transactions === true || asked.entryWrites === true,
-    entryWrites: asked.entryWrites === true,
-    batchReads: asked.batchReads === true,
-    bulkLists: asked.bulkLists === true,
-  };
-  const pools = new Map<string, Entry<Pool>>();
-  const claims = new Map<string, Entry<Claim>>();
-  let clock = 0;
-
-  function matches<T>(map: Map<string, Entry<T>>, id: string, expected: Version | undefined): boolean {
+  matches<T>(map: Map<string, Entry<T>>, id: string, expected: Version | undefined): boolean {
     const current = map.get(id);
     return expected === undefined ? current === undefined : current !== undefined && String(current.version) === expected;
   }
 
-  function cas<T>(map: Map<string, Entry<T>>, id: string, ref: unknown, value: T | undefined, expected: Version | undefined): Version {
-    if (!matches(map, id, expected)) throw new StoreConflictError(id, { component: MEMORY_STORE_NAME });
-    clock += 1;
+  cas<T>(map: Map<string, Entry<T>>, id: string, ref: unknown, value: T | undefined, expected: Version | undefined): Version {
+    if (!this.matches(map, id, expected)) throw new StoreConflictError(id, { component: MEMORY_STORE_NAME });
+    this.clock += 1;
     if (value === undefined) map.delete(id);
-    else map.set(id, { value, version: clock, ref });
-    return String(clock);
+    else map.set(id, { value, version: this.clock, ref });
+    return String(this.clock);
   }
 
   /** The pool a step leaves behind, or undefined when its condition fails. */
-  function applyEntry(w: StoreWrite & { kind: "reserve" | "unreserve" }): Pool | undefined {
-    const current = pools.get(poolId(w.ref))?.value ?? Pool.empty(parseCidr(w.ref.cidr), { name: poolId(w.ref) });
+  applyEntry(w: StoreWrite & { kind: "reserve" | "unreserve" }): Pool | undefined {
+    const current = this.pools.get(poolId(w.ref))?.value ?? Pool.empty(parseCidr(w.ref.cidr), { name: poolId(w.ref) });
     const r = w.reservation;
     if (w.kind === "reserve") {
       if (current.atOffset(r.offset) !== undefined || current.forKey(r.key) !== undefined) return undefined;
@@ -74,14 +58,14 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
     return held !== undefined && sameReservation(held, r) ? current.withoutAt(r.offset) : undefined;
   }
 
-  async function commit(writes: readonly StoreWrite[]): Promise<Version[]> {
+  commit(writes: readonly StoreWrite[], entryWrites: boolean): Version[] {
     for (const w of writes) {
       const ok =
         w.kind === "reserve" || w.kind === "unreserve"
-          ? capabilities.entryWrites && applyEntry(w) !== undefined
+          ? entryWrites && this.applyEntry(w) !== undefined
           : w.kind === "pool" || w.kind === "check-pool"
-            ? matches(pools, poolId(w.ref), w.expected)
-            : matches(claims, claimId(w.ref), w.expected);
+            ? this.matches(this.pools, poolId(w.ref), w.expected)
+            : this.matches(this.claims, claimId(w.ref), w.expected);
       if (!ok)
         throw new StoreConflictError(w.kind.endsWith("claim") ? claimId(w.ref as ClaimRef) : poolId(w.ref as PoolRef), {
           component: MEMORY_STORE_NAME,
@@ -90,24 +74,46 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
     return writes.map((w) => {
       if (w.kind === "reserve" || w.kind === "unreserve") {
         const id = poolId(w.ref);
-        return cas(
-          pools,
+        return this.cas(
+          this.pools,
           id,
           { network: w.ref.network, cidr: w.ref.cidr },
-          applyEntry(w) as Pool,
-          pools.has(id) ? String(pools.get(id)?.version) : undefined,
+          this.applyEntry(w) as Pool,
+          this.pools.has(id) ? String(this.pools.get(id)?.version) : undefined,
         );
       }
-      if (w.kind === "pool") return cas(pools, poolId(w.ref), { network: w.ref.network, cidr: w.ref.cidr }, w.pool, w.expected);
-      if (w.kind === "claim") return cas(claims, claimId(w.ref), { network: w.ref.network, address: w.ref.address }, w.claim, w.expected);
+      if (w.kind === "pool") return this.cas(this.pools, poolId(w.ref), { network: w.ref.network, cidr: w.ref.cidr }, w.pool, w.expected);
+      if (w.kind === "claim")
+        return this.cas(this.claims, claimId(w.ref), { network: w.ref.network, address: w.ref.address }, w.claim, w.expected);
       if (w.kind === "delete-claim") {
-        cas(claims, claimId(w.ref), undefined, undefined, w.expected);
+        this.cas(this.claims, claimId(w.ref), undefined, undefined, w.expected);
         return "";
       }
       return w.expected ?? "";
     });
   }
+}
 
+/**
+ * The in-memory reference store: one process only. Pools are immutable values, so they are stored
+ * as they are, without copying. It can do everything the contract allows; its options say which
+ * of it to advertise (the capabilities of the same names; default: nothing optional), so that
+ * core's paths for stores with and without each ability run on it. Passes the same conformance
+ * suite as every other store.
+ */
+export type MemoryStoreOptions = Partial<Pick<StoreCapabilities, "transactions" | "entryWrites" | "batchReads" | "bulkLists">>;
+
+export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
+  const capabilities: StoreCapabilities = {
+    crossProcess: false,
+    distributed: false,
+    transactions: options.transactions === true || options.entryWrites === true,
+    entryWrites: options.entryWrites === true,
+    batchReads: options.batchReads === true,
+    bulkLists: options.bulkLists === true,
+  };
+  const tables = new MemoryTables();
+  const { pools, claims } = tables;
   const readClaim = (ref: ClaimRef): StoredClaim | undefined => {
     const entry = claims.get(claimId(ref));
     return entry === undefined ? undefined : { claim: entry.value, version: String(entry.version) };
@@ -129,7 +135,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
     capabilities,
     readPool: async (ref) => readPool(ref),
     async writePool(ref, pool, expected) {
-      return cas(pools, poolId(ref), { network: ref.network, cidr: ref.cidr }, pool, expected);
+      return tables.cas(pools, poolId(ref), { network: ref.network, cidr: ref.cidr }, pool, expected);
     },
     async listPools(listing) {
       const refs = poolRefs();
@@ -137,16 +143,16 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
     },
     readClaims: async (refs) => refs.map(readClaim),
     async writeClaim(ref, claim, expected) {
-      return cas(claims, claimId(ref), { network: ref.network, address: ref.address }, claim, expected);
+      return tables.cas(claims, claimId(ref), { network: ref.network, address: ref.address }, claim, expected);
     },
     async deleteClaim(ref, expected) {
-      cas(claims, claimId(ref), undefined, undefined, expected);
+      tables.cas(claims, claimId(ref), undefined, undefined, expected);
     },
     async listClaims(networks, listing) {
       const refs = claimRefs(networks);
       return listing?.contents === true ? refs.map((ref) => ({ ref, stored: readClaim(ref) as StoredClaim })) : refs;
     },
-    commit,
+    commit: async (writes) => tables.commit(writes, capabilities.entryWrites),
     async close() {},
   };
   return completeStore(backend);
