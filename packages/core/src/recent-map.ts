@@ -1,6 +1,6 @@
 /**
  * A map of at most `limit` entries that forgets the least recently set one first: the bounded
- * memory of the store wrappers (withOwnClaimMemory, withPoolRecall).
+ * memory of core's caches (withOwnClaimMemory, PoolCache).
  */
 export class RecentMap<V> {
   private readonly entries = new Map<string, V>();

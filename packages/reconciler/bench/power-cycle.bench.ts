@@ -7,12 +7,12 @@
  * addresses, and half the reservations are orphans (each with its overlapping-range claim).
  *
  * 1. Observing the pools (observePools): listed and read `concurrency` at a time (the store's bulk
- *    reads hidden, as before 2026-12-05 noon) against one bulk read (`scanPools`), alternated, on
+ *    reads hidden, as before 2026-12-05 noon) against one bulk read (`listPools({ contents: true })`), alternated, on
  *    the same data; medians. Each run through a store client of its own, opened for it: a
  *    reconciler is a process of its own, whose store has read nothing yet.
  * 2. Full reconcileOnce passes, alternated the same two ways (without the bulk reads: pools read
- *    each, claims read per pool write; with them: scanPools, and scanClaims where the store has
- *    it), each through a fresh client; each must release exactly the dead sandboxes'
+ *    each, claims read per pool write; with them: pools and claims listed with contents where the
+ *    store lists in bulk), each through a fresh client; each must release exactly the dead sandboxes'
  *    reservations, which are then placed again for the next pass (not timed).
  * Run: pnpm --filter @ipamkit/reconciler bench:power-cycle   (BENCH_STORES=etcd,kubernetes,
  * BENCH_ROUNDS=5 observation rounds and BENCH_PASSES=2 passes each way by default)
@@ -141,7 +141,7 @@ async function cold<T>(backend: Backend, scans: boolean, work: (store: IpamStore
 
 type Runs = { wall: number[]; cpu: number[]; requests: number[] };
 const WAYS = [false, true] as const;
-const way = (scans: boolean) => (scans ? "bulk reads (scanPools, scanClaims)" : "a read each (before)");
+const way = (scans: boolean) => (scans ? "bulk reads (listings with contents)" : "a read each (before)");
 const seconds = (xs: number[]) => xs.map((x) => (x / 1000).toFixed(2)).join(", ");
 const med = (xs: number[]) => (median(xs) / 1000).toFixed(2);
 

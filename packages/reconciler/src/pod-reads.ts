@@ -7,7 +7,7 @@ import type { ReconcileOptions, ReconcileReport } from "./reconcile.js";
  * Orphans' pods are re-read by one fresh list instead of a GET each when they are at least this
  * many and at least 1/{@link RELIST_RATIO} of the pods listed: a request costs about as much as
  * listing that many pods, and after a power-cycle every pod of a node is an orphan's. The same
- * rule decides whether the releases' claims are scanned in bulk (`scanClaims`) instead of read one
+ * rule decides whether the releases' claims are listed in bulk (`listClaims` with contents) instead of read one
  * by one, against the reservations observed (with overlapping-range protection, a claim each).
  */
 export const RELIST_MIN = 32;

@@ -154,7 +154,7 @@ export async function reconcileOnce(options: ReconcileOptions): Promise<Reconcil
 }
 
 /**
- * The claims of the networks being released, in one bulk read (`scanClaims`) before any release
+ * The claims of the networks being released, in one bulk read (`listClaims` with contents) before any release
  * writes, when the store offers it and there are enough releases for it to be cheaper than a read
  * each; undefined otherwise, or when the scan fails (each release then reads its claims itself).
  */
