@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { Etcd3, Range } from "etcd3";
 
 /**
@@ -58,11 +59,14 @@ export async function readEtcd(endpoint: string, prefix = "/ipamkit/"): Promise<
   }
 }
 
-export async function readIpPools(url: string, token: string, namespace: string): Promise<Held[]> {
-  const response = await fetch(`${url}/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/${namespace}/ippools`, {
-    headers: { authorization: `Bearer ${token}` },
-  });
-  const list = (await response.json()) as {
+/** Every allocation of the IPPools in `namespace`, read through the API server `kubeConfig` names (the test server or a real one). */
+export async function readIpPools(kubeConfig: KubeConfig, namespace: string): Promise<Held[]> {
+  const list = (await kubeConfig.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({
+    group: "whereabouts.cni.cncf.io",
+    version: "v1alpha1",
+    namespace,
+    plural: "ippools",
+  })) as {
     items: { metadata: { name: string }; spec: { range: string; allocations?: Record<string, { id: string; ifname?: string }> } }[];
   };
   const held: Held[] = [];

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { agentStats } from "@ipamkit/agent";
 import type { IpamStore } from "@ipamkit/core";
 import { type EtcdInstance, startEtcd } from "@ipamkit/etcd-launcher";
+import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { type KubeTestServer, startKubeTestServer } from "@ipamkit/kube-test-server";
 import { openStore } from "@ipamkit/open-store/modules";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
@@ -11,7 +12,11 @@ import { AGENT, limited } from "./cni.js";
 import { type CpuSources, processCpu } from "./cpu.js";
 import { nodeSpawner, type Spawner } from "./spawner.js";
 
-export type StoreKind = "etcd" | "kubernetes" | "file";
+/**
+ * Where the pools live: etcd, the in-process Kubernetes API stand-in (`kubernetes`), the suite's
+ * real kube-apiserver (`kube-apiserver`, test-infra/kube-apiserver), or the file store (one node).
+ */
+export type StoreKind = "etcd" | "kubernetes" | "kube-apiserver" | "file";
 
 /** One simulated node: its name and the process of its node-local agent (dist/ipamkit-agent, or a hollow-node host shared with other nodes). */
 export interface SimNode {
@@ -23,8 +28,10 @@ export interface SimNode {
 export interface Cluster extends CpuSources {
   kind: StoreKind;
   dir: string;
-  /** Pods live here (the reconciler reads them); for the Kubernetes store the pools too. */
+  /** The in-process API stand-in: pods live here (the reconciler reads them), for `kubernetes` the pools too. */
   server: KubeTestServer;
+  /** With `kube-apiserver`: the real API server, which then holds the pods and the pools. */
+  apiserver?: KubeApiserver;
   kubeConfig: KubeConfig;
   kubeconfigPath: string;
   core: CoreV1Api;
@@ -50,6 +57,8 @@ export interface Cluster extends CpuSources {
 }
 
 export const POOL_NAMESPACE = "kube-system";
+/** The namespaces the scenario ("sim") and the kill campaign ("kill") create their pods in; the stand-in needs none created. */
+const POD_NAMESPACES = ["sim", "kill"];
 
 export interface ClusterOptions {
   /** Per-node blocks of this many addresses (`node_block_size`); each agent runs with its node's name. */
@@ -74,7 +83,7 @@ const HOLLOW_NODES = join(import.meta.dirname, "hollow-nodes.ts");
 
 /** The command that hosts `members`' agents: the product agent at one node per process, else the hollow-node host. */
 function hostCommand(members: SimNode[], kind: StoreKind, perProcess: number): [string, string[]] {
-  const log = ["--log-level", process.env.SIM_AGENT_LOG ?? "warn", "--warm", kind];
+  const log = ["--log-level", process.env.SIM_AGENT_LOG ?? "warn", "--warm", kind === "kube-apiserver" ? "kubernetes" : kind];
   const [only] = members;
   if (perProcess === 1 && only !== undefined) return [AGENT, ["--socket", only.socket, "--node-name", only.name, ...log]];
   const nodes = members.flatMap((member) => ["--node", `${member.name}=${member.socket}`]);
@@ -89,8 +98,10 @@ export function nodesLabel(nodeCount: number, agentsPerProcess = 1): string {
 export async function startCluster(kind: StoreKind, nodeCount: number, options: ClusterOptions = {}): Promise<Cluster> {
   const dir = mkdtempSync(join("/dev/shm", `ipamkit-sim-${kind}-`));
   let server = await startKubeTestServer({ port: 0, historyEvents: 100_000 });
-  const kubeconfigPath = join(dir, "kubeconfig");
-  await server.writeKubeconfig(kubeconfigPath, { namespace: POOL_NAMESPACE });
+  const apiserver =
+    kind === "kube-apiserver" ? await startKubeApiserver({ namespace: POOL_NAMESPACE, namespaces: POD_NAMESPACES }) : undefined;
+  const kubeconfigPath = apiserver?.kubeconfigPath ?? join(dir, "kubeconfig");
+  if (apiserver === undefined) await server.writeKubeconfig(kubeconfigPath, { namespace: POOL_NAMESPACE });
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(kubeconfigPath);
   const etcd = kind === "etcd" ? await startEtcd() : undefined;
@@ -156,7 +167,9 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
     get server() {
       return server;
     },
+    ...(apiserver === undefined ? {} : { apiserver }),
     async restartApiServer() {
+      if (apiserver !== undefined) throw new Error("restartApiServer: only the in-process stand-in loses its state on purpose");
       const port = Number(new URL(server.url).port);
       await server.close();
       server = await startKubeTestServer({ port, historyEvents: 100_000 });
@@ -171,7 +184,7 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
       const store =
         kind === "etcd"
           ? { datastore: "etcd", etcd_host: etcd?.endpoint }
-          : kind === "kubernetes"
+          : kind === "kubernetes" || kind === "kube-apiserver"
             ? { datastore: "kubernetes", kubernetes: { kubeconfig: kubeconfigPath } }
             : { datastore: "file", data_dir: join(dir, "store") };
       const blocks = options.nodeBlockSize === undefined ? {} : { node_block_size: options.nodeBlockSize };
@@ -217,6 +230,7 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
       await new Promise((r) => setTimeout(r, 300));
       await etcd?.stop();
       await server.close();
+      await apiserver?.stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -225,7 +239,7 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
 /** An ipamkit store on the cluster's backend (for the reconciler and the clean-read checks). */
 export function openSimStore(cluster: Cluster): Promise<IpamStore> {
   if (cluster.kind === "etcd") return openStore({ datastore: "etcd", options: { endpoints: [cluster.etcd?.endpoint ?? ""] } });
-  if (cluster.kind === "kubernetes")
+  if (cluster.kind === "kubernetes" || cluster.kind === "kube-apiserver")
     return openStore({ datastore: "kubernetes", kubeconfig: cluster.kubeConfig, namespace: POOL_NAMESPACE });
   return openStore({ datastore: "file", dir: join(cluster.dir, "store") });
 }

@@ -261,8 +261,8 @@ async function readHeld(cluster: Cluster): Promise<Held[]> {
   const all =
     cluster.kind === "etcd"
       ? await readEtcd(cluster.etcd?.endpoint ?? "")
-      : cluster.kind === "kubernetes"
-        ? await readIpPools(cluster.server.url, cluster.kubeConfig.getCurrentUser()?.token ?? "", POOL_NAMESPACE)
+      : cluster.kind === "kubernetes" || cluster.kind === "kube-apiserver"
+        ? await readIpPools(cluster.kubeConfig, POOL_NAMESPACE)
         : readFileStore(join(cluster.dir, "store"));
   return all.filter((h) => h.network === NETWORK);
 }

@@ -24,7 +24,7 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "32" },
     /** native: CNI processes started with posix_spawn by src/launcher.c, as Go runtimes start them; node: Node's spawn. */
     spawner: { type: "string", default: "native" },
-    /** Per-node blocks of this many addresses (node_block_size) on the shared stores (etcd, kubernetes). */
+    /** Per-node blocks of this many addresses (node_block_size) on the shared stores (etcd, kubernetes, kube-apiserver). */
     "node-block-size": { type: "string" },
     /** Nodes whose agents one process hosts (hollow nodes, src/hollow-nodes.ts; 1: the product agent once per node, as deployed). */
     "agents-per-process": { type: "string", default: String(DEFAULT_AGENTS_PER_PROCESS) },
@@ -38,6 +38,13 @@ const { values } = parseArgs({
   },
 });
 const stores = (values.store ?? "").split(",") as StoreKind[];
+const unknownStore = stores.find((s) => !["etcd", "kubernetes", "kube-apiserver", "file"].includes(s));
+if (unknownStore !== undefined) {
+  process.stderr.write(
+    `sim: --store takes etcd, kubernetes (the in-process API stand-in), kube-apiserver (the real one) or file, not ${unknownStore}\n`,
+  );
+  process.exit(2);
+}
 const networksList = (values.networks ?? "1").split(",").map(Number);
 const pods = Number(values.pods);
 const nodes = Number(values.nodes);

@@ -90,8 +90,7 @@ it("the Kubernetes test API server restarted under the agents: its state is lost
         after.set(10 + k, await addUntilDone(cluster, 10 + k, codes));
       }),
     );
-    const token = cluster.kubeConfig.getCurrentUser()?.token ?? "";
-    const held = (await readIpPools(cluster.server.url, token, POOL_NAMESPACE)).filter((h) => h.network === NETWORK);
+    const held = (await readIpPools(cluster.kubeConfig, POOL_NAMESPACE)).filter((h) => h.network === NETWORK);
     // The stand-in's objects lived in its memory: the pre-restart reservations are gone (a real
     // kube-apiserver keeps them in etcd). What the agents wrote since is whole and unique.
     expect(audit(held, liveFrom(after))).toEqual({ heldTwice: 0, lost: 0, leaked: 0 });

@@ -7,7 +7,7 @@ import { startNativeSpawner } from "./spawner.js";
 
 // The bounded form of `pnpm sim` that CI runs: every phase on every store, 2 networks per pod,
 // through the built binary and real agents; the independent audit must find nothing wrong.
-// The Kubernetes store also runs with per-node blocks (of 8 addresses: each node claims several;
+// The Kubernetes store also runs on the real kube-apiserver, and with per-node blocks (of 8 addresses: each node claims several;
 // etcd and the file store pass the same blocks in the conformance suite). The nodes' agents are
 // hollow nodes (src/hollow-nodes.ts), each its node's own: by default (10 per process) the 4 nodes
 // share one process; etcd with blocks runs them 2 per process; plain etcd runs the product agent,
@@ -21,6 +21,8 @@ const cases: { kind: StoreKind; blocks?: number; perProcess?: number; reconciler
   { kind: "kubernetes", blocks: 8 },
   { kind: "etcd", blocks: 8, perProcess: 2 },
   { kind: "kubernetes", reconciler: "in-process" },
+  // pools and pods on the suite's real kube-apiserver (test-infra/kube-apiserver), per-node blocks
+  { kind: "kube-apiserver", blocks: 8 },
 ];
 // CNI processes started as `pnpm sim` starts them: by the native spawner (src/launcher.c)
 const spawner = startNativeSpawner();

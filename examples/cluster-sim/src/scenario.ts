@@ -119,8 +119,7 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
 
   async function held(): Promise<Held[]> {
     if (cluster.kind === "etcd") return readEtcd(cluster.etcd?.endpoint ?? "");
-    if (cluster.kind === "kubernetes")
-      return readIpPools(cluster.server.url, cluster.kubeConfig.getCurrentUser()?.token ?? "", POOL_NAMESPACE);
+    if (cluster.kind === "kubernetes" || cluster.kind === "kube-apiserver") return readIpPools(cluster.kubeConfig, POOL_NAMESPACE);
     return readFileStore(`${cluster.dir}/store`);
   }
 
