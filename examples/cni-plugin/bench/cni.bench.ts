@@ -1,8 +1,8 @@
 /**
  * One script, side by side: the latency of one ADD and one DEL of the built plugin (file store)
  * against a bare `node -e 0` start, and ADD+DEL against Debian's host-local with 10, 1000 and 5000
- * existing allocations. Through the agent, both forwarders: dist/ipamkit (native, what a runtime
- * executes) and dist/ipamkit-node (the Node forwarder it hands other calls to).
+ * existing allocations. Through the agent: dist/ipamkit, the static binary a runtime executes (it
+ * alone routes; dist/ipamkit-node is direct mode only).
  * Run: pnpm --filter @ipamkit/example-cni-plugin bench (after pnpm build).
  */
 import { spawnSync } from "node:child_process";
@@ -13,7 +13,6 @@ import { createFileStore } from "@ipamkit/storage-file";
 import { startAgentProcess } from "../test/agent-process.js";
 
 const PLUGIN = join(import.meta.dirname, "..", "dist", "ipamkit");
-const PLUGIN_NODE = join(import.meta.dirname, "..", "dist", "ipamkit-node");
 const HOST_LOCAL = "/usr/lib/cni/host-local";
 const RUNS = Number(process.env.BENCH_RUNS ?? 25);
 const base = existsSync("/dev/shm") ? "/dev/shm" : "/tmp";
@@ -89,37 +88,28 @@ const agent = await startAgentProcess(join(mkdtempSync(join(base, "ipamkit-cni-b
   const del: number[] = [];
   const addAgent: number[] = [];
   const delAgent: number[] = [];
-  const addNode: number[] = [];
-  const delNode: number[] = [];
   for (let i = 0; i < RUNS + 3; i++) {
     const n = time(process.execPath, ["-e", "0"], {}, "");
     const a = time(PLUGIN, [], env("ADD", `c${i}`), conf);
     const d = time(PLUGIN, [], env("DEL", `c${i}`), conf);
     const aa = time(PLUGIN, [], env("ADD", `c${i}`), viaAgent);
     const da = time(PLUGIN, [], env("DEL", `c${i}`), viaAgent);
-    const an = time(PLUGIN_NODE, [], env("ADD", `n${i}`), viaAgent);
-    const dn = time(PLUGIN_NODE, [], env("DEL", `n${i}`), viaAgent);
     if (i < 3) continue; // warm-up
     node.push(n);
     add.push(a);
     del.push(d);
     addAgent.push(aa);
     delAgent.push(da);
-    addNode.push(an);
-    delNode.push(dn);
   }
   rmSync(dir, { recursive: true, force: true });
   const [mn, ma, md, maa, mda] = [median(node), median(add), median(del), median(addAgent), median(delAgent)];
-  const [man, mdn] = [median(addNode), median(delNode)];
   rows.push("| call | median ms | × `node -e 0` |", "|---|---:|---:|");
   rows.push(
     `| \`node -e 0\` | ${mn.toFixed(1)} | 1.00 |`,
     `| ipamkit ADD (file store, 10 allocations) | ${ma.toFixed(1)} | ${(ma / mn).toFixed(2)} |`,
     `| ipamkit DEL | ${md.toFixed(1)} | ${(md / mn).toFixed(2)} |`,
-    `| ipamkit ADD through the agent, Node forwarder | ${man.toFixed(1)} | ${(man / mn).toFixed(2)} |`,
-    `| ipamkit DEL through the agent, Node forwarder | ${mdn.toFixed(1)} | ${(mdn / mn).toFixed(2)} |`,
-    `| ipamkit ADD through the agent, native forwarder | ${maa.toFixed(1)} | ${(maa / mn).toFixed(2)} |`,
-    `| ipamkit DEL through the agent, native forwarder | ${mda.toFixed(1)} | ${(mda / mn).toFixed(2)} |`,
+    `| ipamkit ADD through the agent | ${maa.toFixed(1)} | ${(maa / mn).toFixed(2)} |`,
+    `| ipamkit DEL through the agent | ${mda.toFixed(1)} | ${(mda / mn).toFixed(2)} |`,
   );
 }
 // 2. ADD+DEL against host-local by existing allocations
