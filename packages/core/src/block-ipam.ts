@@ -5,6 +5,7 @@ import { InvalidRequestError, isOutcomeUnknown, RangeExhaustedError, StoreConfli
 import { cidrContains, parseCidr } from "./ip.js";
 import { type AllocateInput, type Assigned, createIpam, type IpamOptions, type Released, type ReleaseInput } from "./ipam.js";
 import { type AttachmentKey, attachmentKey } from "./key.js";
+import { keyQueue } from "./key-queue.js";
 import {
   AFFINITY_IF_NAME,
   affinityClaimRef,
@@ -81,7 +82,7 @@ const MAX_FENCED_BLOCKS = 8;
 function readHandoff(store: IpamStore) {
   /** Pools handed on; undefined: known to be absent (no pool written yet). */
   const ready = new Map<string, StoredPool | undefined>();
-  const fences = new Map<string, StoreWrite>();
+  const fences = new Map<string, StoreWrite & { kind: "check-pool" }>();
   const id = (ref: PoolRef) => `${ref.network}\u0000${ref.cidr}`;
   const readPool = (ref: PoolRef): Promise<StoredPool | undefined> => {
     if (!ready.has(id(ref))) return store.readPool(ref);
@@ -89,14 +90,23 @@ function readHandoff(store: IpamStore) {
     ready.delete(id(ref));
     return Promise.resolve(handed);
   };
-  /** An allocation's commit (it has a reserve step) carries the call's fences; a conflict then asks for a fresh plan. */
+  /** Whether every fenced pool is still at the version the choice saw. */
+  const fencesHold = async (): Promise<boolean> => {
+    for (const fence of fences.values()) if ((await store.readPool(fence.ref))?.version !== fence.expected) return false;
+    return true;
+  };
+  /**
+   * An allocation's commit (it has a reserve step) carries the call's fences. On a conflict, a
+   * broken fence asks for a fresh plan; with every fence holding, the conflict is the commit's own
+   * (the address taken, a claim there) and goes back to the inner IPAM's retry, as unfenced.
+   */
   const fencedCommit = async (writes: readonly StoreWrite[]) => {
     if (fences.size === 0 || !writes.some((w) => w.kind === "reserve")) return store.commit(writes);
     try {
       return (await store.commit([...writes, ...fences.values()])).slice(0, writes.length);
     } catch (error) {
-      if (error instanceof StoreConflictError) throw new FenceBrokenError();
-      throw error;
+      if (!(error instanceof StoreConflictError) || (await fencesHold())) throw error;
+      throw new FenceBrokenError();
     }
   };
   return {
@@ -107,7 +117,7 @@ function readHandoff(store: IpamStore) {
       ready.set(id(ref), stored);
     },
     /** The call's allocation commits only if this pool is still at `version` (a compare-only step). */
-    fence(ref: PoolRef, version: Version): void {
+    fence(ref: PoolRef, version: Version | undefined): void {
       fences.set(id(ref), { kind: "check-pool", ref, expected: version });
     },
   };
@@ -245,7 +255,8 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
    * recalled version: a compare-only check-pool step in the same transaction, which conflicts if
    * that pool changed at all, while the reserve step conflicts if the chosen pool holds the key.
    */
-  function recalledWithRoom(network: string, blocks: Range[], handoff: Handoff, key: AttachmentKey, fenced: boolean): Range | undefined {
+  function recalledWithRoom(network: string, seen: NodeView, handoff: Handoff, key: AttachmentKey, fenced: boolean): Range | undefined {
+    const blocks = searched(seen);
     if (blocks.length === 0 || cache === undefined) return undefined;
     const canFence = fenced && store.capabilities.entryWrites;
     if (blocks.length > 1 && !(canFence && blocks.length <= MAX_FENCED_BLOCKS)) return undefined;
@@ -259,7 +270,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     const chosen = recalled.find((r) => roomIn(r.stored.pool, r.block));
     if (chosen === undefined) return undefined;
     handoff.hand(chosen.ref, chosen.stored);
-    for (const r of recalled) if (r !== chosen) handoff.fence(r.ref, r.stored.version);
+    fenceChoice(network, seen, chosen.block, new Map(recalled.map((r) => [r.block, r.stored.version])), handoff);
     return chosen.block;
   }
 
@@ -284,6 +295,23 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     return undefined;
   }
 
+  /**
+   * The one rule of the executor, on stores with entry-level commits: the allocation's commit also
+   * compares every block the choice of `chosen` rested on — each other searched block at the
+   * version it was seen at, and the first unclaimed block's pool as absent — so "the key is in
+   * none of them" holds at the commit, whoever else writes (a second writer of the same key may
+   * otherwise fill the node's block while this one claims the next, or place the key in a block
+   * this one read before). At most MAX_FENCED_BLOCKS (a node that borrows searches everyone's
+   * blocks); stores without transactions cannot fence: see DESIGN.md for what that leaves.
+   */
+  function fenceChoice(network: string, seen: NodeView, chosen: Range, versions: Map<Range, Version | undefined>, handoff: Handoff) {
+    if (!store.capabilities.entryWrites) return;
+    const relied = searched(seen).filter((block) => block !== chosen);
+    if (seen.unclaimed !== undefined && seen.unclaimed !== chosen) relied.push(seen.unclaimed);
+    if (relied.length > MAX_FENCED_BLOCKS) return;
+    for (const block of relied) handoff.fence(blockPoolRef(network, block), versions.get(block));
+  }
+
   /** The block to allocate `key` in: where it already is, else a block with room, else a newly claimed one. */
   async function chooseBlock(network: string, range: Range, key: AttachmentKey, handoff: Handoff, recall: boolean): Promise<Range> {
     for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
@@ -291,13 +319,16 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       const blocks = searched(seen);
       // Not held and room, as last seen: the allocation's write at that version checks both. (Held:
       // an ADD that finds its key writes nothing, so that is never taken from a recalled pool.)
-      const quick = recalledWithRoom(network, blocks, handoff, key, recall);
+      const quick = recalledWithRoom(network, seen, handoff, key, recall);
       if (quick !== undefined) return quick;
       const spared = recall ? recalledCandidate(network, blocks, key) : undefined;
       /** The first block with room, and its pool as read or recalled. */
       const room: { block?: Range; stored?: StoredPool } = {};
+      /** The version of every searched block as the choice saw it (undefined: no pool). */
+      const versions = new Map<Range, Version | undefined>();
       /** Takes a block's pool in order: true when it holds the key (handed on), else notes the first with room. */
       const holds = (block: Range, stored: StoredPool | undefined): boolean => {
+        versions.set(block, stored?.version);
         if (stored?.pool.forKey(key) !== undefined) {
           handoff.hand(blockPoolRef(network, block), stored);
           return true;
@@ -313,6 +344,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
         // another block is written: "not held" in the spared one must then be read, not recalled
         const ref = blockPoolRef(network, spared.block);
         const fresh = await store.readPool(ref);
+        versions.set(spared.block, fresh?.version);
         if (fresh?.pool.forKey(key) !== undefined) {
           handoff.hand(ref, fresh);
           return spared.block;
@@ -320,6 +352,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
       }
       if (room.block !== undefined) {
         handoff.hand(blockPoolRef(network, room.block), room.stored);
+        fenceChoice(network, seen, room.block, versions, handoff);
         return room.block;
       }
       if (seen.unclaimed === undefined) throw new RangeExhaustedError(range.cidr.text);
@@ -330,6 +363,7 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
         // borrowed), so the allocation starts from none instead of reading it. Should a pool be
         // there after all, the allocation's compare-and-swap conflicts and reads it afresh.
         handoff.hand(claim.pool, undefined);
+        fenceChoice(network, seen, seen.unclaimed, versions, handoff);
         return seen.unclaimed;
       } catch (error) {
         // another node claimed it first, or the claim's outcome is unknown: look again (the view
@@ -358,90 +392,103 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
     return [];
   }
 
+  // one process's calls of one key in order: a second ADD of a key while the first is running
+  // (a runtime's retry) would choose from reads the first makes stale, where no commit fences them
+  const inOrder = keyQueue();
   return {
     conflicts: counter,
-    async allocate(input) {
-      if ((input.addresses ?? []).length > 0) {
-        throw new InvalidRequestError("requested addresses are not supported with per-node blocks (node_block_size)");
-      }
-      if (input.ranges.length === 0) throw new InvalidRequestError("no ranges to allocate from");
-      const network = input.network ?? "";
-      let recall = true;
-      for (let attempt = 1; ; attempt++) {
-        // a fresh scope per attempt: what an attempt handed on (or fenced) and did not use dies with it
-        const { handoff, ipam } = callScope();
-        try {
-          const blocks: Range[] = [];
-          for (const range of input.ranges) blocks.push(await chooseBlock(network, range, input.key, handoff, recall));
-          const assigned = await ipam.allocate({ ...input, network, ranges: blocks });
-          return assigned.map((a, i) => ({ ...a, range: input.ranges[i] as Range }));
-        } catch (error) {
-          // A block filled up after it was read (another call on this node), or a fenced choice
-          // rested on a pool that changed: choose again — after a broken fence, from fresh reads.
-          const replan = error instanceof RangeExhaustedError || error instanceof FenceBrokenError;
-          if (!replan || attempt >= MAX_REPLANS)
-            throw error instanceof FenceBrokenError
-              ? new StoreConflictError(`node blocks of ${input.ranges.map((r) => r.cidr.text).join(", ")}`)
-              : error;
-          if (error instanceof FenceBrokenError) {
-            counter.conflicts += 1;
-            recall = false;
-          }
-        }
-      }
-    },
-    async release(input) {
-      const network = input.network ?? "";
-      const out: Released[] = [];
-      const errors: unknown[] = [];
-      for (const range of input.ranges) {
-        try {
-          out.push(...(await releaseIn(network, range, input.key)));
-        } catch (error) {
-          errors.push(error);
-        }
-      }
-      if (errors.length > 0) throw errors[0];
-      return out;
-    },
-    async lookup(input) {
-      const network = input.network ?? "";
-      const out: (Assigned | undefined)[] = [];
-      for (const range of input.ranges) {
-        const { handoff, ipam } = callScope();
-        const [block] = await holding(network, range, input.key, handoff);
-        const [found] = block === undefined ? [undefined] : await ipam.lookup({ network, ranges: [block], key: input.key });
-        out.push(found === undefined ? undefined : { ...found, range });
-      }
-      return out;
-    },
-    async hasRoom(network, range) {
-      const seen = await view(network ?? "", range);
-      // an unclaimed block, as read from the store (never from memory), is room
-      if (seen.unclaimed !== undefined) return true;
-      for (const block of searched(seen)) {
-        const stored = await store.readPool(blockPoolRef(network ?? "", block));
-        if (stored === undefined || roomIn(stored.pool, block)) return true;
-      }
-      return false;
-    },
-    async blockPools(network, range) {
-      const layout = layoutOf(range);
-      const out: BlockPool[] = [];
-      for (const ref of await store.listPools()) {
-        if (ref.network !== (network ?? "")) continue;
-        const cidr = parseCidr(ref.cidr);
-        if (
-          cidr.family !== range.family ||
-          cidr.prefix !== layout.prefix ||
-          !cidrContains(range.cidr, { family: cidr.family, value: cidr.network })
-        ) {
-          continue;
-        }
-        const block = blockRange(layout, (cidr.network - range.cidr.network) / layout.size);
-        if (block !== undefined) out.push({ ref, block });
-      }
-      return out;
-    },
+    allocate: (input) => inOrder(input.key, () => allocateNow(input)),
+    release: (input) => inOrder(input.key, () => releaseNow(input)),
+    lookup: (input) => inOrder(input.key, () => lookupNow(input)),
+    hasRoom,
+    blockPools,
   };
+
+  async function allocateNow(input: AllocateInput): Promise<Assigned[]> {
+    if ((input.addresses ?? []).length > 0) {
+      throw new InvalidRequestError("requested addresses are not supported with per-node blocks (node_block_size)");
+    }
+    if (input.ranges.length === 0) throw new InvalidRequestError("no ranges to allocate from");
+    const network = input.network ?? "";
+    let recall = true;
+    for (let attempt = 1; ; attempt++) {
+      // a fresh scope per attempt: what an attempt handed on (or fenced) and did not use dies with it
+      const { handoff, ipam } = callScope();
+      try {
+        const blocks: Range[] = [];
+        for (const range of input.ranges) blocks.push(await chooseBlock(network, range, input.key, handoff, recall));
+        const assigned = await ipam.allocate({ ...input, network, ranges: blocks });
+        return assigned.map((a, i) => ({ ...a, range: input.ranges[i] as Range }));
+      } catch (error) {
+        // A block filled up after it was read (another call on this node), or a fenced choice
+        // rested on a pool that changed: choose again — after a broken fence, from fresh reads.
+        const replan = error instanceof RangeExhaustedError || error instanceof FenceBrokenError;
+        if (!replan || attempt >= MAX_REPLANS)
+          throw error instanceof FenceBrokenError
+            ? new StoreConflictError(`node blocks of ${input.ranges.map((r) => r.cidr.text).join(", ")}`)
+            : error;
+        if (error instanceof FenceBrokenError) {
+          counter.conflicts += 1;
+          recall = false;
+        }
+      }
+    }
+  }
+
+  async function releaseNow(input: ReleaseInput): Promise<Released[]> {
+    const network = input.network ?? "";
+    const out: Released[] = [];
+    const errors: unknown[] = [];
+    for (const range of input.ranges) {
+      try {
+        out.push(...(await releaseIn(network, range, input.key)));
+      } catch (error) {
+        errors.push(error);
+      }
+    }
+    if (errors.length > 0) throw errors[0];
+    return out;
+  }
+
+  async function lookupNow(input: ReleaseInput): Promise<(Assigned | undefined)[]> {
+    const network = input.network ?? "";
+    const out: (Assigned | undefined)[] = [];
+    for (const range of input.ranges) {
+      const { handoff, ipam } = callScope();
+      const [block] = await holding(network, range, input.key, handoff);
+      const [found] = block === undefined ? [undefined] : await ipam.lookup({ network, ranges: [block], key: input.key });
+      out.push(found === undefined ? undefined : { ...found, range });
+    }
+    return out;
+  }
+
+  async function hasRoom(network: string | undefined, range: Range): Promise<boolean> {
+    const seen = await view(network ?? "", range);
+    // an unclaimed block, as read from the store (never from memory), is room
+    if (seen.unclaimed !== undefined) return true;
+    for (const block of searched(seen)) {
+      const stored = await store.readPool(blockPoolRef(network ?? "", block));
+      if (stored === undefined || roomIn(stored.pool, block)) return true;
+    }
+    return false;
+  }
+
+  async function blockPools(network: string | undefined, range: Range): Promise<BlockPool[]> {
+    const layout = layoutOf(range);
+    const out: BlockPool[] = [];
+    for (const ref of await store.listPools()) {
+      if (ref.network !== (network ?? "")) continue;
+      const cidr = parseCidr(ref.cidr);
+      if (
+        cidr.family !== range.family ||
+        cidr.prefix !== layout.prefix ||
+        !cidrContains(range.cidr, { family: cidr.family, value: cidr.network })
+      ) {
+        continue;
+      }
+      const block = blockRange(layout, (cidr.network - range.cidr.network) / layout.size);
+      if (block !== undefined) out.push({ ref, block });
+    }
+    return out;
+  }
 }

@@ -192,6 +192,38 @@ describe("per-node blocks with writers the agent does not see", () => {
       { numRuns: 150 },
     );
   });
+  const SAME_KEY: [string, MemoryStoreOptions, Writer[]][] = [
+    [
+      "etcd-like, the agent, a second agent and direct mode: every block the choice read is fenced",
+      STORES[1]?.[1] ?? {},
+      ["agent", "second-agent", "direct"],
+    ],
+    ["whole-pool writes, one process: its calls of one key run in order", {}, ["agent"]],
+  ];
+  it.each(SAME_KEY)("holds when one key's calls run at once (%s)", async (_name, options, names) => {
+    const sameKey = fc.record({ writer: fc.constantFrom<Writer>(...names), k: fc.nat(7), del: fc.boolean(), lane: fc.nat(1) });
+    await fc.assert(
+      fc.asyncProperty(fc.array(sameKey, { minLength: 10, maxLength: 40 }), fc.scheduler(), async (ops, s) => {
+        const store = createMemoryStore(options);
+        const run = writers(scheduledStore(store, (label, p) => s.schedule(p, label)));
+        // two chains per writer and key: one key's calls by one writer, or by several, run at once
+        const chains = new Map<string, typeof ops>();
+        for (const op of ops) {
+          const id = `${op.writer}/${op.k}/${op.lane}`;
+          chains.set(id, [...(chains.get(id) ?? []), op]);
+        }
+        const runs = [...chains.values()].map(async (list) => {
+          for (const op of list) {
+            await run(op);
+            await assertInvariant(store, JSON.stringify(op));
+          }
+        });
+        await s.waitFor(Promise.all(runs));
+        await assertInvariant(store, "the end");
+      }),
+      { numRuns: 300 },
+    );
+  });
 });
 
 /** A store whose every request is a point where the scheduler may run another call first. */

@@ -10,6 +10,7 @@ import {
   formatIp,
   type IpamStore,
   ipAt,
+  isAssignable,
   nodeBlockOrder,
   PoolCache,
   parseCidr,
@@ -153,5 +154,59 @@ it("a restarted agent walks past the blocks other nodes took in one transaction 
     expect(await ownerOf(7)).toBeUndefined();
   } finally {
     await raw.close();
+  }
+});
+
+it("two writers ADD the same key at once: the commit fences the unclaimed block its choice rested on, so the key gets one address", async () => {
+  const prefix = `/node-blocks/${process.pid}-${run++}/`;
+  const layout = blockLayout(range, 4);
+  const stores = [0, 1, 2].map(() => createEtcdStore({ endpoints: [endpoint], prefix }));
+  const [aStore, bStore, cStore] = stores as [IpamStore, IpamStore, IpamStore];
+  // writer A's commit waits at a gate: its choice is made (the node's first block, one address
+  // free; the next block unclaimed), its transaction not yet sent
+  let reached: () => void = () => {};
+  const atGate = new Promise<void>((resolve) => {
+    reached = resolve;
+  });
+  let open: () => void = () => {};
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  let gated = false;
+  const gatedStore = delegatingStore(aStore, {
+    commit: async (writes) => {
+      if (gated) {
+        reached();
+        await gate;
+      }
+      return aStore.commit(writes);
+    },
+  });
+  try {
+    const node = "node-a";
+    const [a, b, c] = [gatedStore, bStore, cStore].map((store) => createNodeBlockIpam({ store, node, blockSize: 4 }));
+    const first = blockRange(layout, nodeBlockOrder(layout, node).next().value as bigint);
+    if (first === undefined) throw new Error("no first block");
+    let room = 0;
+    for (let o = first.first; o <= first.last; o++) if (isAssignable(first, o)) room += 1;
+    // the node's first block with one address free
+    for (let i = 0; i < room - 1; i++) await c?.allocate({ ranges: [range], key: key(`f${i}`) });
+    gated = true;
+    const fromA = a?.allocate({ ranges: [range], key: key("k") });
+    await atGate;
+    // meanwhile: the last address taken, so B finds the block full, claims the next and places k
+    // there; then the address is freed again, so A's reserve alone would succeed
+    await c?.allocate({ ranges: [range], key: key("x") });
+    const [fromB] = (await b?.allocate({ ranges: [range], key: key("k") })) ?? [];
+    expect((await holdings(prefix)).find(([id]) => id === "k")?.[1]).not.toBe(first.cidr.text);
+    await c?.release({ ranges: [range], key: key("x") });
+    open();
+    const [answer] = (await fromA) ?? [];
+    expect(answer && formatIp(answer.address)).toBe(fromB && formatIp(fromB.address));
+    const held = await holdings(prefix);
+    expect(held.filter(([id]) => id === "k")).toHaveLength(1);
+    expect(new Set(held.map(([, , address]) => address)).size).toBe(held.length);
+  } finally {
+    await Promise.all(stores.map((s) => s.close()));
   }
 });
