@@ -1,0 +1,105 @@
+import { randomUUID } from "node:crypto";
+import {
+  comparePoolRefs,
+  type Pool,
+  type PoolRef,
+  type ScannedPool,
+  StoreCorruptError,
+  type StoredPool,
+  type Version,
+} from "@ipamkit/core";
+import { STORE_NAME } from "./errors.js";
+import { ipPoolFor, ipPoolRange, poolFromIPPool } from "./ippool.js";
+import type { ListedPool } from "./legacy.js";
+import { ipPoolName, networkOfPool } from "./names.js";
+import { ANNOTATION, IPPOOL, type KubeObject } from "./objects.js";
+import { fieldsKept, ifNamesPruned, warnPruningOnce } from "./pruning.js";
+import { baseAt, label, put, remember, type StoreContext } from "./store-context.js";
+
+/** Every IPPool of the namespace from one paged list, in pool order; a name not Whereabouts' for its range is corrupt. */
+export async function listIPPools(ctx: StoreContext): Promise<ListedPool[]> {
+  const out: ListedPool[] = [];
+  for (const object of await ctx.api.list(IPPOOL)) {
+    const name = object.metadata?.name ?? "";
+    const cidr = ipPoolRange(object, label(ctx, IPPOOL, name));
+    const network = networkOfPool(name, cidr.text);
+    if (network === undefined)
+      throw new StoreCorruptError(label(ctx, IPPOOL, name), `its name is not Whereabouts' name for spec.range ${cidr.text}`, {
+        component: STORE_NAME,
+      });
+    out.push({ ref: { network, cidr: cidr.text }, cidr, object, label: label(ctx, IPPOOL, name) });
+  }
+  return out.sort((a, b) => comparePoolRefs(a.ref, b.ref));
+}
+
+/** An IPPool object read as its pool, decoded again only when its version changed. */
+function storedPool(ctx: StoreContext, ref: PoolRef, name: string, object: KubeObject): StoredPool {
+  const version = remember(ctx, IPPOOL, name, object);
+  const cached = ctx.decoded.get(name);
+  if (cached?.version === version) return cached;
+  const stored = { pool: poolFromIPPool(ref, object, label(ctx, IPPOOL, name)), version };
+  ctx.decoded.set(name, stored);
+  return stored;
+}
+
+/** Every pool, each read from one paged list of the IPPools (a corrupt one with its error). */
+async function scanPools(ctx: StoreContext): Promise<ScannedPool[]> {
+  return (await listIPPools(ctx)).map((listed): ScannedPool => {
+    try {
+      return { ref: listed.ref, stored: storedPool(ctx, listed.ref, listed.object.metadata?.name ?? "", listed.object) };
+    } catch (error) {
+      return { ref: listed.ref, error: error instanceof Error ? error : new Error(String(error)) };
+    }
+  });
+}
+
+export async function readPool(ctx: StoreContext, ref: PoolRef): Promise<StoredPool | undefined> {
+  const name = ipPoolName(ref);
+  const object = await ctx.api.get(IPPOOL, name);
+  if (object === undefined) {
+    ctx.decoded.delete(name);
+    return undefined;
+  }
+  return storedPool(ctx, ref, name, object);
+}
+
+export async function writePool(ctx: StoreContext, ref: PoolRef, pool: Pool, expected: Version | undefined): Promise<Version> {
+  const name = ipPoolName(ref);
+  const base = expected === undefined ? undefined : await baseAt(ctx, IPPOOL, name, expected);
+  const bodyFor = (over: KubeObject | undefined, recordIfNames: boolean) =>
+    ipPoolFor(ref, pool, over, {
+      name,
+      namespace: ctx.namespace,
+      writeId: randomUUID(),
+      whereaboutsCompatible: ctx.resolved.whereaboutsCompatible,
+      recordIfNames,
+    });
+  // a pool that carries the annotation was found on such a CRD before (by any ipamkit process)
+  const recorded = ctx.prunesIfNames || base?.metadata?.annotations?.[ANNOTATION.ifnames] !== undefined;
+  let written = await put(ctx, IPPOOL, bodyFor(base, recorded), expected);
+  let version = remember(ctx, IPPOOL, name, written);
+  const ifNamesLost = ifNamesPruned(pool, written);
+  if (ifNamesLost && !recorded) {
+    // First seen here: record the interfaces at once, over what was just stored. Best effort —
+    // the write above stands whatever happens to this one; a conflict means another writer
+    // came in between, and the next ipamkit write of the pool records them.
+    ctx.prunesIfNames = true;
+    try {
+      written = await ctx.api.replace(IPPOOL, bodyFor(written, true));
+      version = remember(ctx, IPPOOL, name, written);
+    } catch {
+      // the pool stays at `version`
+    }
+  }
+  if (fieldsKept(pool, written) && !ifNamesLost) ctx.decoded.set(name, { pool, version });
+  else {
+    ctx.decoded.delete(name);
+    warnPruningOnce(ctx.warn, label(ctx, IPPOOL, name), ifNamesLost);
+  }
+  return version;
+}
+
+/** The refs of every pool; with contents, every pool as scanPools reads it. */
+export async function listPools(ctx: StoreContext, contents: boolean): Promise<PoolRef[] | ScannedPool[]> {
+  return contents ? scanPools(ctx) : (await listIPPools(ctx)).map((p) => p.ref);
+}
