@@ -289,7 +289,7 @@ proctype Allocator(byte node; byte key; bool plain)
   replans = 0; pick = NONE;
   if :: plain -> p = 3; goto l_alloc :: else -> skip fi;
 
-l_choose:   /* chooseBlock: a block with room among those searched, else claim the first unclaimed */
+l_choose:   /* chooseBlock + planAdd: a block with room among those searched, else claim the first unclaimed */
   view(); CP;
   p = 0; j = 0;
   do
@@ -390,7 +390,7 @@ l_added:
   :: true -> goto l_done
   fi;
 
-l_del:        /* DEL: exact key; block IPAM releaseIn, then createIpam releaseWhere */
+l_del:        /* DEL: exact key; block IPAM release (holding), then createIpam releaseWhere */
   alive[key] = 0;
   found = 0;
   if
