@@ -96,6 +96,14 @@ async function findPool(store: IpamStore, spec: StoreSpec, name: string) {
 
 /** The four commands on a commander program. */
 export function addCommands(program: Command, io: Io): void {
+  addPoolsCommand(program, io);
+  addShowCommand(program, io);
+  addAuditCommand(program, io);
+  addReleaseCommand(program, io);
+}
+
+/** `ipamkit pools`: every pool with its usage. */
+function addPoolsCommand(program: Command, io: Io): void {
   storeOptions(program.command("pools").description("every pool: range, network, used / capacity / percent, per-node blocks")).action(
     async (flags: StoreFlags & OutputFlags) => {
       await withStore(flags, io, async ({ store }, spec, progress) => {
@@ -104,7 +112,10 @@ export function addCommands(program: Command, io: Io): void {
       });
     },
   );
+}
 
+/** `ipamkit show <pool>`: one pool's reservations. */
+function addShowCommand(program: Command, io: Io): void {
   storeOptions(
     program
       .command("show")
@@ -119,7 +130,10 @@ export function addCommands(program: Command, io: Io): void {
       io.out(flags.json === true ? JSON.stringify(showJson(ref, stored, at), null, 2) : showTable(ref, stored, at, new Date()));
     });
   });
+}
 
+/** `ipamkit audit`: the store's findings; exit 1 on a finding. */
+function addAuditCommand(program: Command, io: Io): void {
   storeOptions(
     program
       .command("audit")
@@ -171,7 +185,10 @@ export function addCommands(program: Command, io: Io): void {
       });
     },
   );
+}
 
+/** `ipamkit release`: one attachment, only if still exactly as read. */
+function addReleaseCommand(program: Command, io: Io): void {
   storeOptions(
     program
       .command("release")
