@@ -8,7 +8,7 @@ import { bridgeConflist, containerdToml, kubeletConfig, macvlanConflist, type No
 import { lockHost } from "./host-lock.js";
 import { type HostState, killKubepods, restoreHost, snapshotHost } from "./host-state.js";
 import { buildIpamkitImage, type IpamkitImage } from "./image.js";
-import { pauseImage } from "./pause.js";
+import { type PauseImage, pauseImage } from "./pause.js";
 import { type Daemon, killPids, must, shimPids, startDaemon, until } from "./processes.js";
 
 const REFERENCE_PLUGINS = ["bridge", "loopback", "host-local", "macvlan", "portmap"];
@@ -96,6 +96,148 @@ function writeNetworks(
   );
 }
 
+/** The node's daemons as they are now (powerOff/powerOn replace them). */
+interface Daemons {
+  containerd?: Daemon;
+  kubelet?: Daemon;
+}
+
+/** What the node's phases share. */
+interface NodeContext {
+  readonly options: NodeOptions;
+  readonly binaries: NodeBinaries;
+  readonly name: string;
+  readonly layout: NodeLayout;
+  readonly env: NodeJS.ProcessEnv;
+  readonly daemons: Daemons;
+}
+
+/** The node's CNI bin dir, networks and (ipamkit) image; the caller restores the host when this throws. */
+function writeNodeFiles(
+  options: NodeOptions,
+  context: { layout: NodeLayout; binaries: NodeBinaries; dir: string; ipamType: "ipamkit" | "whereabouts" },
+  net: { bridge: string; veth: string; peer: string },
+): IpamkitImage | undefined {
+  const { layout, binaries, dir, ipamType } = context;
+  const flatFile = join(layout.cniConfDir, "whereabouts.d", "whereabouts.conf");
+  const ipam: NodeIpam = ipamType === "ipamkit" ? { type: "ipamkit", flatFile, sticky: options.sticky } : { type: "whereabouts", flatFile };
+  copyPlugins(layout, binaries, ipamType);
+  if (ipamType === "whereabouts") {
+    // what Whereabouts' installer writes: its binary insists on a flat file
+    mkdirSync(join(layout.cniConfDir, "whereabouts.d"));
+    writeFileSync(flatFile, JSON.stringify({ datastore: "kubernetes", kubernetes: { kubeconfig: options.apiserver.kubeconfigPath } }));
+  }
+  writeNetworks(options, layout, ipam, net);
+  return ipamType === "ipamkit" ? (options.image ?? buildIpamkitImage(dir)) : undefined;
+}
+
+async function startContainerd(node: NodeContext): Promise<void> {
+  const { layout } = node;
+  // a killed containerd leaves its socket behind: wait for the new one, not the stale file
+  rmSync(layout.containerdSocket, { force: true });
+  const c = startDaemon({
+    name: "containerd",
+    command: node.binaries.containerd,
+    args: ["--config", layout.containerdConfig],
+    logs: layout.logs,
+    env: node.env,
+  });
+  node.daemons.containerd = c;
+  await until("containerd's socket", 30_000, () => existsSync(layout.containerdSocket), c.exited);
+}
+
+async function startKubelet(node: NodeContext): Promise<void> {
+  const { layout } = node;
+  node.daemons.kubelet = startDaemon({
+    name: "kubelet",
+    command: node.binaries.kubelet,
+    args: [
+      `--config=${layout.kubeletConfig}`,
+      `--kubeconfig=${node.options.apiserver.kubeconfigPath}`,
+      `--root-dir=${layout.kubeletRoot}`,
+      `--cert-dir=${layout.kubeletCerts}`,
+      `--hostname-override=${node.name}`,
+      "--v=1",
+    ],
+    logs: layout.logs,
+    env: node.env,
+  });
+}
+
+/** The Node's Ready condition: "True", "False", "Unknown", or "absent" while it is not registered. */
+async function nodeCondition(core: CoreV1Api, name: string): Promise<string> {
+  try {
+    const node = await core.readNode({ name });
+    return node.status?.conditions?.find((c) => c.type === "Ready")?.status ?? "Unknown";
+  } catch {
+    return "absent";
+  }
+}
+
+const daemonsLogTail = (daemons: Daemons) =>
+  [daemons.containerd, daemons.kubelet].map((d) => (d ? `--- ${d.name}\n${d.logTail(15)}` : "")).join("\n");
+
+function removeSandboxes(crictl: (args: readonly string[]) => string): void {
+  // the app pods first, while the agent still answers their DEL; then the agent's own pod
+  try {
+    const pods = JSON.parse(crictl(["pods", "-o", "json"])) as { items?: { id: string; labels?: Record<string, string> }[] };
+    const apps = (pods.items ?? []).filter((p) => p.labels?.["app.kubernetes.io/name"] !== "ipamkit-node").map((p) => p.id);
+    if (apps.length > 0) crictl(["rmp", "--force", ...apps]);
+    crictl(["rmp", "--all", "--force"]);
+  } catch {
+    // the restore below still removes what is left
+  }
+}
+
+/** The node's stop(): once only, the sandboxes removed while containerd runs, then the host restored and unlocked. */
+function nodeStopper(
+  node: NodeContext,
+  host: { crictl: (args: readonly string[]) => string; before: HostState; dir: string; links: readonly string[]; unlock: () => void },
+): () => Promise<void> {
+  const { daemons } = node;
+  let stopped = false;
+  return async () => {
+    // a second stop() must not restore again: another node may hold the host by then
+    if (stopped) return;
+    stopped = true;
+    await daemons.kubelet?.stop();
+    if (daemons.containerd?.exited() === undefined && daemons.containerd !== undefined) removeSandboxes(host.crictl);
+    await daemons.containerd?.stop();
+    killPids(shimPids(node.binaries.shim, node.layout.containerdSocket));
+    killKubepods();
+    try {
+      await restoreHost(host.before, { nodeDir: host.dir, links: host.links });
+      rmSync(host.dir, { recursive: true, force: true });
+    } finally {
+      host.unlock();
+    }
+  };
+}
+
+/** containerd with the images imported, kubelet, the agent pod (ipamkit); resolves once the Node is Ready. */
+async function bootNode(
+  node: NodeContext,
+  core: CoreV1Api,
+  images: { pause: PauseImage; image: IpamkitImage | undefined },
+): Promise<AgentPod | undefined> {
+  const { binaries, layout, name, daemons, options } = node;
+  const { pause, image } = images;
+  let agent: AgentPod | undefined;
+  await startContainerd(node);
+  const ctr = (archive: string) => must(binaries.ctr, ["--address", layout.containerdSocket, "-n", "k8s.io", "images", "import", archive]);
+  ctr(pause.archive);
+  if (image) ctr(image.archive);
+  await startKubelet(node);
+  const failed = () => daemons.kubelet?.exited() ?? daemons.containerd?.exited();
+  await until(`Node ${name} registered`, 60_000, async () => (await nodeCondition(core, name)) !== "absent", failed);
+  if (image) {
+    agent = await prepareAgentPod({ apiserver: options.apiserver, layout, nodeName: name, image });
+    await agent.start();
+  }
+  await until(`Node ${name} Ready`, 60_000, async () => (await nodeCondition(core, name)) === "True", failed);
+  return agent;
+}
+
 /**
  * Starts a real node against `apiserver`: containerd 2.x (CRI) with the pause image and ipamkit's
  * image imported, kubelet registered as a Node, and the node's networks (a bridge, optionally a
@@ -118,24 +260,12 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   const dirs = [layout.containerdRoot, layout.containerdState, layout.cniBinDir, layout.cniConfDir, layout.kubeletRoot, layout.staticPods];
   for (const d of [...dirs, layout.logs]) mkdirSync(d, { recursive: true });
   mkdirSync(layout.agentDir, { mode: 0o700 });
-  let containerd: Daemon | undefined;
-  let kubelet: Daemon | undefined;
-  let agent: AgentPod | undefined;
   const env = { ...process.env, PATH: `${join(binaries.containerd, "..")}:${process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin"}` };
   const crictl = (args: readonly string[]) =>
     must(binaries.crictl, ["--runtime-endpoint", `unix://${layout.containerdSocket}`, "--timeout", "20s", ...args]);
-  const flatFile = join(layout.cniConfDir, "whereabouts.d", "whereabouts.conf");
-  const ipam: NodeIpam = ipamType === "ipamkit" ? { type: "ipamkit", flatFile, sticky: options.sticky } : { type: "whereabouts", flatFile };
   let image: IpamkitImage | undefined;
   try {
-    copyPlugins(layout, binaries, ipamType);
-    if (ipamType === "whereabouts") {
-      // what Whereabouts' installer writes: its binary insists on a flat file
-      mkdirSync(join(layout.cniConfDir, "whereabouts.d"));
-      writeFileSync(flatFile, JSON.stringify({ datastore: "kubernetes", kubernetes: { kubeconfig: options.apiserver.kubeconfigPath } }));
-    }
-    writeNetworks(options, layout, ipam, net);
-    if (ipamType === "ipamkit") image = options.image ?? buildIpamkitImage(dir);
+    image = writeNodeFiles(options, { layout, binaries, dir, ipamType }, net);
   } catch (error) {
     await restoreHost(before, { nodeDir: dir, links });
     rmSync(dir, { recursive: true, force: true });
@@ -148,89 +278,15 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   );
   writeFileSync(layout.kubeletConfig, kubeletConfig(layout, { statusEverySeconds: options.statusEverySeconds ?? 2 }));
 
-  const startContainerd = async () => {
-    // a killed containerd leaves its socket behind: wait for the new one, not the stale file
-    rmSync(layout.containerdSocket, { force: true });
-    const c = startDaemon({
-      name: "containerd",
-      command: binaries.containerd,
-      args: ["--config", layout.containerdConfig],
-      logs: layout.logs,
-      env,
-    });
-    containerd = c;
-    await until("containerd's socket", 30_000, () => existsSync(layout.containerdSocket), c.exited);
-  };
-  const startKubelet = async () => {
-    kubelet = startDaemon({
-      name: "kubelet",
-      command: binaries.kubelet,
-      args: [
-        `--config=${layout.kubeletConfig}`,
-        `--kubeconfig=${options.apiserver.kubeconfigPath}`,
-        `--root-dir=${layout.kubeletRoot}`,
-        `--cert-dir=${layout.kubeletCerts}`,
-        `--hostname-override=${name}`,
-        "--v=1",
-      ],
-      logs: layout.logs,
-      env,
-    });
-  };
+  const node: NodeContext = { options, binaries, name, layout, env, daemons: {} };
+  const { daemons } = node;
   const core = options.apiserver.kubeConfig.makeApiClient(CoreV1Api);
-  const nodeCondition = async () => {
-    try {
-      const node = await core.readNode({ name });
-      return node.status?.conditions?.find((c) => c.type === "Ready")?.status ?? "Unknown";
-    } catch {
-      return "absent";
-    }
-  };
   const killShims = () => killPids(shimPids(binaries.shim, layout.containerdSocket));
-  const logTail = () => [containerd, kubelet].map((d) => (d ? `--- ${d.name}\n${d.logTail(15)}` : "")).join("\n");
-  const removeSandboxes = () => {
-    // the app pods first, while the agent still answers their DEL; then the agent's own pod
-    try {
-      const pods = JSON.parse(crictl(["pods", "-o", "json"])) as { items?: { id: string; labels?: Record<string, string> }[] };
-      const apps = (pods.items ?? []).filter((p) => p.labels?.["app.kubernetes.io/name"] !== "ipamkit-node").map((p) => p.id);
-      if (apps.length > 0) crictl(["rmp", "--force", ...apps]);
-      crictl(["rmp", "--all", "--force"]);
-    } catch {
-      // the restore below still removes what is left
-    }
-  };
-
-  let stopped = false;
-  const stop = async () => {
-    // a second stop() must not restore again: another node may hold the host by then
-    if (stopped) return;
-    stopped = true;
-    await kubelet?.stop();
-    if (containerd?.exited() === undefined && containerd !== undefined) removeSandboxes();
-    await containerd?.stop();
-    killShims();
-    killKubepods();
-    try {
-      await restoreHost(before, { nodeDir: dir, links });
-      rmSync(dir, { recursive: true, force: true });
-    } finally {
-      unlock();
-    }
-  };
+  const logTail = () => daemonsLogTail(daemons);
+  const stop = nodeStopper(node, { crictl, before, dir, links, unlock });
+  let agent: AgentPod | undefined;
   try {
-    await startContainerd();
-    const ctr = (archive: string) =>
-      must(binaries.ctr, ["--address", layout.containerdSocket, "-n", "k8s.io", "images", "import", archive]);
-    ctr(pause.archive);
-    if (image) ctr(image.archive);
-    await startKubelet();
-    const failed = () => kubelet?.exited() ?? containerd?.exited();
-    await until(`Node ${name} registered`, 60_000, async () => (await nodeCondition()) !== "absent", failed);
-    if (image) {
-      agent = await prepareAgentPod({ apiserver: options.apiserver, layout, nodeName: name, image });
-      await agent.start();
-    }
-    await until(`Node ${name} Ready`, 60_000, async () => (await nodeCondition()) === "True", failed);
+    agent = await bootNode(node, core, { pause, image });
   } catch (error) {
     const tail = logTail();
     await stop();
@@ -253,14 +309,14 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
     startAgent: () => needAgent().start(),
     stopAgent: () => needAgent().stop(),
     async powerOff() {
-      await kubelet?.kill();
-      await containerd?.kill();
+      await daemons.kubelet?.kill();
+      await daemons.containerd?.kill();
       killShims();
       killKubepods();
     },
     async powerOn() {
-      await startContainerd();
-      await startKubelet();
+      await startContainerd(node);
+      await startKubelet(node);
     },
     logTail,
     stop,
