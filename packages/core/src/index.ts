@@ -58,7 +58,7 @@ export { withOwnClaimMemory } from "./own-claims.js";
 export type { PoolInit } from "./pool.js";
 export { Pool } from "./pool.js";
 export type { PoolCacheOptions } from "./pool-cache.js";
-export { PoolCache } from "./pool-cache.js";
+export { foldEntry, PoolCache } from "./pool-cache.js";
 export type { PoolRecord, ReservationRecord } from "./pool-record.js";
 export { claimFromRecord, claimToRecord, poolFromRecord, poolToRecord, reservationToRecord } from "./pool-record.js";
 export type { OffsetInterval, Range, RangeSpec } from "./range.js";

@@ -9,8 +9,11 @@ export interface PoolCacheOptions {
   limit?: number;
 }
 
-/** The pool after a committed reserve or unreserve, or undefined when the cached one is stale for it. */
-function foldEntry(pool: Pool, w: Extract<StoreWrite, { kind: "reserve" | "unreserve" }>): Pool | undefined {
+/**
+ * The pool after a committed reserve or unreserve, or undefined when the cached one is stale for it
+ * (a store's own read cache folds its entry-level commits in the same way).
+ */
+export function foldEntry(pool: Pool, w: Extract<StoreWrite, { kind: "reserve" | "unreserve" }>): Pool | undefined {
   const r = w.reservation;
   const held = pool.atOffset(r.offset);
   if (w.kind === "unreserve") return held !== undefined && sameKey(held.key, r.key) ? pool.without(r.key) : undefined;

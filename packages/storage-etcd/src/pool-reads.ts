@@ -1,4 +1,5 @@
 import {
+  foldEntry,
   type Pool,
   type PoolRef,
   poolFromRecord,
@@ -6,7 +7,6 @@ import {
   type Reservation,
   type StoredPool,
   type StoreWrite,
-  sameKey,
   type Version,
 } from "@ipamkit/core";
 import type { IKeyValue } from "etcd3";
@@ -176,14 +176,4 @@ export class PoolReads {
     this.seen.set(r, kv.mod_revision);
     return pool.with(r, { moveCursor: false });
   }
-}
-
-/** The cached pool after a committed reserve or unreserve, or undefined when the cache is stale for it. */
-function foldEntry(pool: Pool, w: Extract<StoreWrite, { kind: "reserve" | "unreserve" }>): Pool | undefined {
-  const r = w.reservation;
-  const held = pool.atOffset(r.offset);
-  if (w.kind === "unreserve") return held !== undefined && sameKey(held.key, r.key) ? pool.without(r.key) : undefined;
-  if (held !== undefined || pool.forKey(r.key) !== undefined) return undefined;
-  const added = pool.with(r, { moveCursor: false });
-  return w.lastOffset === undefined ? added : added.withCursor(w.lastOffset);
 }
