@@ -5,7 +5,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { type AgentPod, prepareAgentPod } from "./agent-pod.js";
 import { findNodeBinaries, type NodeBinaries } from "./binaries.js";
 import { bridgeConflist, containerdToml, kubeletConfig, macvlanConflist, type NodeIpam, type NodeLayout, nodeLayout } from "./config.js";
-import { lockHost } from "./host-lock.js";
+import { lockHost, noteHostRestore } from "./host-lock.js";
 import { type HostState, killKubepods, restoreHost, snapshotHost } from "./host-state.js";
 import { buildIpamkitImage, type IpamkitImage } from "./image.js";
 import { type PauseImage, pauseImage } from "./pause.js";
@@ -257,6 +257,8 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   const dir = mkdtempSync("/tmp/ipamkit-node-");
   const layout = nodeLayout(dir);
   const before = snapshotHost({ nodeDir: dir, links });
+  // should this process die holding the host, the next node puts the host back first
+  noteHostRestore(before, { nodeDir: dir, links });
   const dirs = [layout.containerdRoot, layout.containerdState, layout.cniBinDir, layout.cniConfDir, layout.kubeletRoot, layout.staticPods];
   for (const d of [...dirs, layout.logs]) mkdirSync(d, { recursive: true });
   mkdirSync(layout.agentDir, { mode: 0o700 });
