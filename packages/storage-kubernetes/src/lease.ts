@@ -77,6 +77,36 @@ async function attempt(write: () => Promise<KubeObject>): Promise<Lease | undefi
   }
 }
 
+/** What one whereaboutsLease's holds share: its options, as resolved when it was made. */
+interface LeaseContext {
+  /** The caller's options, read again on each hold for identity, deadline, timeouts and polling. */
+  readonly options: WhereaboutsLeaseOptions;
+  readonly kubeConfig: KubeConfig;
+  readonly namespace: string;
+  readonly name: string;
+  readonly durationSeconds: number;
+  readonly retryPeriodMs: number;
+  readonly now: () => Date;
+  /** `namespace/name`, for errors. */
+  readonly label: string;
+}
+
+function createLeaseContext(options: WhereaboutsLeaseOptions): LeaseContext {
+  const kubeConfig = loadKubeConfig(options.kubeconfig);
+  const namespace = resolveNamespace(kubeConfig, options.namespace);
+  const name = options.name ?? "whereabouts";
+  return {
+    options,
+    kubeConfig,
+    namespace,
+    name,
+    durationSeconds: options.leaseDurationSeconds ?? 1,
+    retryPeriodMs: options.retryPeriodMs ?? 500,
+    now: options.now ?? (() => new Date()),
+    label: `${namespace}/${name}`,
+  };
+}
+
 /**
  * An {@link Exclusive} over the Whereabouts Lease: each call acquires it (as client-go does: CAS
  * on resourceVersion; taken when free, or when the record has not changed for its
@@ -84,106 +114,117 @@ async function attempt(write: () => Promise<KubeObject>): Promise<Lease | undefi
  * writing an empty holderIdentity (ReleaseOnCancel). Past the deadline: LeaseUnavailableError.
  */
 export function whereaboutsLease(options: WhereaboutsLeaseOptions = {}): Exclusive {
-  const kubeConfig = loadKubeConfig(options.kubeconfig);
-  const namespace = resolveNamespace(kubeConfig, options.namespace);
-  const name = options.name ?? "whereabouts";
-  const durationSeconds = options.leaseDurationSeconds ?? 1;
-  const retryPeriodMs = options.retryPeriodMs ?? 500;
-  const now = options.now ?? (() => new Date());
-  const label = `${namespace}/${name}`;
+  const ctx = createLeaseContext(options);
+  return <T>(fn: () => Promise<T>): Promise<T> => hold(ctx, fn);
+}
 
-  return async <T>(fn: () => Promise<T>): Promise<T> => {
-    const identity = options.identity ?? `ipamkit/cni/${randomBytes(4).toString("hex")}`;
-    const api = createObjectApi({ kubeConfig, namespace, requestTimeoutMs: options.requestTimeoutMs ?? 10_000, pageSize: 1 });
+/** One call of the Exclusive: acquire, run `fn` while renewing, release. */
+async function hold<T>(ctx: LeaseContext, fn: () => Promise<T>): Promise<T> {
+  const { options, kubeConfig, namespace } = ctx;
+  const identity = options.identity ?? `ipamkit/cni/${randomBytes(4).toString("hex")}`;
+  const api = createObjectApi({ kubeConfig, namespace, requestTimeoutMs: options.requestTimeoutMs ?? 10_000, pageSize: 1 });
+  try {
+    const started = performance.now();
+    const deadline = options.deadline ?? Date.now() + (options.timeoutMs ?? 60_000);
+    const renewal = renew(ctx, api, await acquire(ctx, api, identity, deadline, started));
     try {
-      const started = performance.now();
-      const deadline = options.deadline ?? Date.now() + (options.timeoutMs ?? 60_000);
-      let held = await acquire(api, identity, deadline, started);
-      let wake = () => {};
-      let stop = false;
-      const renewing = (async () => {
-        while (!stop) {
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, retryPeriodMs);
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
-          if (stop) break;
-          // a lost renewal is not an error: correctness is the CAS's, the Lease only spares Whereabouts
-          const spec = { ...held.spec, renewTime: formatMicroTime(now()) };
-          const renewed = await attempt(() => api.replace(LEASE, { ...held, spec })).catch(() => undefined);
-          if (renewed === undefined) break;
-          held = renewed;
-        }
-      })();
-      try {
-        return await fn();
-      } finally {
-        stop = true;
-        wake();
-        await renewing;
-        await release(api, held, identity);
-      }
+      return await fn();
     } finally {
-      api.close();
+      await release(ctx, api, await renewal.stop(), identity);
     }
+  } finally {
+    api.close();
+  }
+}
+
+/**
+ * Renews the `acquired` Lease every retryPeriodMs until stopped or a renewal fails; `stop` ends
+ * the wait at once and resolves to the Lease as last written.
+ */
+function renew(ctx: LeaseContext, api: ObjectApi, acquired: Lease): { stop: () => Promise<Lease> } {
+  let held = acquired;
+  let wake = () => {};
+  let stop = false;
+  const renewing = (async () => {
+    while (!stop) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ctx.retryPeriodMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      if (stop) break;
+      // a lost renewal is not an error: correctness is the CAS's, the Lease only spares Whereabouts
+      const spec = { ...held.spec, renewTime: formatMicroTime(ctx.now()) };
+      const renewed = await attempt(() => api.replace(LEASE, { ...held, spec })).catch(() => undefined);
+      if (renewed === undefined) break;
+      held = renewed;
+    }
+  })();
+  return {
+    async stop() {
+      stop = true;
+      wake();
+      await renewing;
+      return held;
+    },
   };
+}
 
-  function holding(identity: string, lease: Lease | undefined): LeaseSpec {
-    const time = formatMicroTime(now());
-    return {
-      holderIdentity: identity,
-      leaseDurationSeconds: durationSeconds,
-      acquireTime: time,
-      renewTime: time,
-      // client-go counts every change of holder; ours is a new identity on each hold
-      leaseTransitions: lease === undefined ? 0 : (lease.spec?.leaseTransitions ?? 0) + 1,
-    };
-  }
+function holding(ctx: LeaseContext, identity: string, lease: Lease | undefined): LeaseSpec {
+  const time = formatMicroTime(ctx.now());
+  return {
+    holderIdentity: identity,
+    leaseDurationSeconds: ctx.durationSeconds,
+    acquireTime: time,
+    renewTime: time,
+    // client-go counts every change of holder; ours is a new identity on each hold
+    leaseTransitions: lease === undefined ? 0 : (lease.spec?.leaseTransitions ?? 0) + 1,
+  };
+}
 
-  async function acquire(api: ObjectApi, identity: string, deadline: number, started: number): Promise<Lease> {
-    let observed = { record: "", at: 0 };
-    let holder = "";
-    for (;;) {
-      const lease = (await api.get(LEASE, name)) as Lease | undefined;
-      if (lease === undefined) {
-        const created = await attempt(() =>
-          api.create(LEASE, {
-            apiVersion: "coordination.k8s.io/v1",
-            kind: "Lease",
-            metadata: { name },
-            spec: holding(identity, undefined),
-          }),
-        );
-        if (created !== undefined) return created;
-        continue; // someone created it first: read it
-      }
-      const spec = lease.spec ?? {};
-      const record = [spec.holderIdentity, spec.renewTime, lease.metadata?.resourceVersion].join("|");
-      if (record !== observed.record) observed = { record, at: performance.now() };
-      holder = spec.holderIdentity ?? "";
-      const validMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
-      if (holder === "" || performance.now() - observed.at >= validMs) {
-        const taken = await attempt(() => api.replace(LEASE, { ...lease, spec: { ...spec, ...holding(identity, lease) } }));
-        if (taken !== undefined) return taken;
-        continue; // lost the race: read again at once
-      }
-      const left = deadline - Date.now();
-      if (left <= 0) throw new LeaseUnavailableError(label, holder, performance.now() - started);
-      // a holder releases on completion; jitter keeps waiters from polling in lockstep
-      await sleep(Math.min((options.pollMs ?? 200) * (1 + Math.random() * 0.2), left));
+async function acquire(ctx: LeaseContext, api: ObjectApi, identity: string, deadline: number, started: number): Promise<Lease> {
+  const { name } = ctx;
+  let observed = { record: "", at: 0 };
+  let holder = "";
+  for (;;) {
+    const lease = (await api.get(LEASE, name)) as Lease | undefined;
+    if (lease === undefined) {
+      const created = await attempt(() =>
+        api.create(LEASE, {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { name },
+          spec: holding(ctx, identity, undefined),
+        }),
+      );
+      if (created !== undefined) return created;
+      continue; // someone created it first: read it
     }
+    const spec = lease.spec ?? {};
+    const record = [spec.holderIdentity, spec.renewTime, lease.metadata?.resourceVersion].join("|");
+    if (record !== observed.record) observed = { record, at: performance.now() };
+    holder = spec.holderIdentity ?? "";
+    const validMs = (spec.leaseDurationSeconds ?? ctx.durationSeconds) * 1000;
+    if (holder === "" || performance.now() - observed.at >= validMs) {
+      const taken = await attempt(() => api.replace(LEASE, { ...lease, spec: { ...spec, ...holding(ctx, identity, lease) } }));
+      if (taken !== undefined) return taken;
+      continue; // lost the race: read again at once
+    }
+    const left = deadline - Date.now();
+    if (left <= 0) throw new LeaseUnavailableError(ctx.label, holder, performance.now() - started);
+    // a holder releases on completion; jitter keeps waiters from polling in lockstep
+    await sleep(Math.min((ctx.options.pollMs ?? 200) * (1 + Math.random() * 0.2), left));
   }
+}
 
-  async function release(api: ObjectApi, held: Lease, identity: string): Promise<void> {
-    const time = formatMicroTime(now());
-    const spec = { ...held.spec, holderIdentity: "", leaseDurationSeconds: 1, acquireTime: time, renewTime: time };
-    if ((await attempt(() => api.replace(LEASE, { ...held, spec })).catch(() => undefined)) !== undefined) return;
-    // changed since our last write (a renewal raced, or it was taken after expiring): release only if still ours
-    const lease = (await api.get(LEASE, name).catch(() => undefined)) as Lease | undefined;
-    if (lease?.spec?.holderIdentity !== identity) return;
-    await attempt(() => api.replace(LEASE, { ...lease, spec: { ...lease.spec, ...spec } })).catch(() => undefined);
-  }
+async function release(ctx: LeaseContext, api: ObjectApi, held: Lease, identity: string): Promise<void> {
+  const time = formatMicroTime(ctx.now());
+  const spec = { ...held.spec, holderIdentity: "", leaseDurationSeconds: 1, acquireTime: time, renewTime: time };
+  if ((await attempt(() => api.replace(LEASE, { ...held, spec })).catch(() => undefined)) !== undefined) return;
+  // changed since our last write (a renewal raced, or it was taken after expiring): release only if still ours
+  const lease = (await api.get(LEASE, ctx.name).catch(() => undefined)) as Lease | undefined;
+  if (lease?.spec?.holderIdentity !== identity) return;
+  await attempt(() => api.replace(LEASE, { ...lease, spec: { ...lease.spec, ...spec } })).catch(() => undefined);
 }
