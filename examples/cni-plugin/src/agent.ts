@@ -27,17 +27,40 @@ function hostedAgent(sockets: string[], names: string[]): { socket: string; node
   return { socket, nodeName };
 }
 
-async function main(): Promise<number> {
-  let values: {
-    socket?: string[];
-    "node-name"?: string[];
-    "log-level"?: string;
-    warm?: string;
-    "idle-timeout"?: string;
-    "drain-timeout"?: string;
-    "metrics-address"?: string;
-    help?: boolean;
-  };
+type Flags = {
+  socket?: string[];
+  "node-name"?: string[];
+  "log-level"?: string;
+  warm?: string;
+  "idle-timeout"?: string;
+  "drain-timeout"?: string;
+  "metrics-address"?: string;
+  help?: boolean;
+};
+
+type Timeouts = { idleTimeoutMs?: number; drainTimeoutMs?: number };
+type MetricsCode = typeof import("@ipamkit/agent/metrics");
+
+/** Everything the flags decide, checked; a number is the exit code to return (help printed, or a usage error written). */
+type AgentSetup = {
+  socket: string;
+  nodeName: string | undefined;
+  timeouts: Timeouts;
+  warm: Datastore[];
+  logger: pino.Logger;
+  metricsAddress: string | undefined;
+  metricsCode: MetricsCode | undefined;
+};
+
+/** Writes a usage error and gives the usage exit code. */
+function usageError(message: string): number {
+  process.stderr.write(`error: ${message}\n${USAGE}\n`);
+  return 2;
+}
+
+/** The command line, parsed; a number is the exit code (help, or a flag parseArgs refused). */
+function readFlags(): Flags | number {
+  let values: Flags;
   try {
     ({ values } = parseArgs({
       options: {
@@ -53,19 +76,18 @@ async function main(): Promise<number> {
       strict: true,
     }));
   } catch (error) {
-    process.stderr.write(`error: ${(error as Error).message}\n${USAGE}\n`);
-    return 2;
+    return usageError((error as Error).message);
   }
   if (values.help === true) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const hosted = hostedAgent(values.socket ?? [], values["node-name"] ?? []);
-  if (typeof hosted === "string") {
-    process.stderr.write(`error: ${hosted}\n${USAGE}\n`);
-    return 2;
-  }
-  const timeouts: { idleTimeoutMs?: number; drainTimeoutMs?: number } = {};
+  return values;
+}
+
+/** --idle-timeout and --drain-timeout in milliseconds; a number is the exit code of a usage error. */
+function readTimeouts(values: Flags): Timeouts | number {
+  const timeouts: Timeouts = {};
   for (const [flag, key] of [
     ["idle-timeout", "idleTimeoutMs"],
     ["drain-timeout", "drainTimeoutMs"],
@@ -74,23 +96,31 @@ async function main(): Promise<number> {
     if (text === undefined) continue;
     const seconds = Number(text);
     if (!(text.trim() !== "" && Number.isFinite(seconds) && seconds > 0)) {
-      process.stderr.write(`error: --${flag}: not a positive number of seconds: ${JSON.stringify(text)}\n${USAGE}\n`);
-      return 2;
+      return usageError(`--${flag}: not a positive number of seconds: ${JSON.stringify(text)}`);
     }
     timeouts[key] = seconds * 1000;
   }
+  return timeouts;
+}
+
+/** The checked flags, in the order they were always checked (the first bad one is the one reported). */
+async function readSetup(): Promise<AgentSetup | number> {
+  const values = readFlags();
+  if (typeof values === "number") return values;
+  const hosted = hostedAgent(values.socket ?? [], values["node-name"] ?? []);
+  if (typeof hosted === "string") return usageError(hosted);
+  const timeouts = readTimeouts(values);
+  if (typeof timeouts === "number") return timeouts;
   const warm = (values.warm ?? "").split(",").filter((name) => name !== "");
   const unknown = warm.find((name) => !(DATASTORES as readonly string[]).includes(name));
   if (unknown !== undefined) {
-    process.stderr.write(`error: --warm: not a datastore: ${JSON.stringify(unknown)} (one of ${DATASTORES.join(", ")})\n${USAGE}\n`);
-    return 2;
+    return usageError(`--warm: not a datastore: ${JSON.stringify(unknown)} (one of ${DATASTORES.join(", ")})`);
   }
   let logger: pino.Logger;
   try {
     logger = pino({ level: values["log-level"] ?? "info" });
   } catch {
-    process.stderr.write(`error: --log-level: unknown level ${JSON.stringify(values["log-level"])}\n${USAGE}\n`);
-    return 2;
+    return usageError(`--log-level: unknown level ${JSON.stringify(values["log-level"])}`);
   }
   const metricsAddress = values["metrics-address"];
   // off unless asked for: prom-client is not even loaded then (agent start time)
@@ -99,10 +129,19 @@ async function main(): Promise<number> {
     try {
       metricsCode.parseListenAddress(metricsAddress);
     } catch (error) {
-      process.stderr.write(`error: --metrics-address: ${(error as Error).message}\n${USAGE}\n`);
-      return 2;
+      return usageError(`--metrics-address: ${(error as Error).message}`);
     }
   }
+  const { socket, nodeName } = hosted;
+  return { socket, nodeName, timeouts, warm: warm as Datastore[], logger, metricsAddress, metricsCode };
+}
+
+/** The running agent and its metrics server; `state.stopping` turns /healthz unhealthy. A number is the exit code. */
+async function startServing(
+  setup: AgentSetup,
+  state: { stopping: boolean },
+): Promise<{ agent: Agent; metricsServer: MetricsServer | undefined } | number> {
+  const { socket, nodeName, timeouts, logger, metricsAddress, metricsCode } = setup;
   const metrics = metricsCode?.createAgentMetrics();
   const wired =
     metrics === undefined
@@ -114,8 +153,6 @@ async function main(): Promise<number> {
         };
   let agent: Agent;
   let metricsServer: MetricsServer | undefined;
-  let stopping = false;
-  const { socket, nodeName } = hosted;
   try {
     agent = await startAgent({
       socketPath: socket,
@@ -136,7 +173,7 @@ async function main(): Promise<number> {
       metricsServer = await metricsCode.startMetricsServer({
         address: metricsAddress,
         registry: metrics.registry,
-        healthy: () => !stopping,
+        healthy: () => !state.stopping,
       });
       logger.info({ url: metricsServer.url }, "metrics listening");
     } catch (error) {
@@ -145,9 +182,12 @@ async function main(): Promise<number> {
       return 1;
     }
   }
-  // after listening: a call that arrives meanwhile is answered (it waits for the same code at most)
-  void warmStores(warm as Datastore[], logger);
-  await new Promise<void>((resolve) => {
+  return { agent, metricsServer };
+}
+
+/** Resolves on the first SIGTERM or SIGINT (logged). */
+function untilStopSignal(logger: pino.Logger): Promise<void> {
+  return new Promise<void>((resolve) => {
     for (const signal of ["SIGTERM", "SIGINT"] as const) {
       process.once(signal, () => {
         logger.info({ signal }, "stopping");
@@ -155,9 +195,20 @@ async function main(): Promise<number> {
       });
     }
   });
-  stopping = true;
-  await agent.close();
-  await metricsServer?.close();
+}
+
+async function main(): Promise<number> {
+  const setup = await readSetup();
+  if (typeof setup === "number") return setup;
+  const state = { stopping: false };
+  const serving = await startServing(setup, state);
+  if (typeof serving === "number") return serving;
+  // after listening: a call that arrives meanwhile is answered (it waits for the same code at most)
+  void warmStores(setup.warm, setup.logger);
+  await untilStopSignal(setup.logger);
+  state.stopping = true;
+  await serving.agent.close();
+  await serving.metricsServer?.close();
   return 0;
 }
 
