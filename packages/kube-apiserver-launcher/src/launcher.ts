@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { type EtcdInstance, freePort, PORT_ATTEMPTS, startEtcd } from "@ipamkit/etcd-launcher";
 import { ApiextensionsV1Api, CoreV1Api, KubeConfig, loadAllYaml, type V1CustomResourceDefinition } from "@kubernetes/client-node";
 import { type Binaries, findBinaries } from "./binaries.js";
-import { makeServingCertificates } from "./certs.js";
+import { makeServingCertificates, type ServingCertificates } from "./certs.js";
 
 /** The project's Whereabouts CRDs (IPPool, OverlappingRangeIPReservation, NodeSlicePool). */
 export const PROJECT_CRDS = fileURLToPath(new URL("../../storage-kubernetes/manifests/crds.yaml", import.meta.url));
@@ -136,6 +136,94 @@ async function installCrds(
   }
 }
 
+/** One launch's state: its temporary dir and log, its deadline, and what it has started so far. */
+interface LaunchContext {
+  readonly binaries: Binaries;
+  readonly options: KubeApiserverOptions;
+  readonly dir: string;
+  readonly logFile: string;
+  readonly deadline: number;
+  etcd: EtcdInstance | undefined;
+  child: ChildProcess | undefined;
+}
+
+function logTail(ctx: LaunchContext): string {
+  try {
+    return readFileSync(ctx.logFile, "utf8").split("\n").slice(-30).join("\n");
+  } catch {
+    return "";
+  }
+}
+
+async function stopLaunch(ctx: LaunchContext): Promise<void> {
+  const c = ctx.child;
+  if (c !== undefined && c.exitCode === null && c.signalCode === null) {
+    await new Promise<void>((resolve) => {
+      const kill = setTimeout(() => c.kill("SIGKILL"), 10_000);
+      c.once("exit", () => {
+        clearTimeout(kill);
+        resolve();
+      });
+      c.kill("SIGTERM");
+    });
+  }
+  await ctx.etcd?.stop();
+  rmSync(ctx.dir, { recursive: true, force: true });
+}
+
+function apiserverFlags(ctx: LaunchContext, etcd: EtcdInstance, certs: ServingCertificates, tokens: string, port: number): string[] {
+  return [
+    `--etcd-servers=${etcd.endpoint}`,
+    "--bind-address=127.0.0.1",
+    "--advertise-address=127.0.0.1",
+    `--secure-port=${port}`,
+    `--tls-cert-file=${certs.cert}`,
+    `--tls-private-key-file=${certs.key}`,
+    `--cert-dir=${join(ctx.dir, "certs")}`,
+    `--token-auth-file=${tokens}`,
+    "--authorization-mode=RBAC",
+    `--service-account-key-file=${certs.serviceAccountPub}`,
+    `--service-account-signing-key-file=${certs.serviceAccountKey}`,
+    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+    "--service-cluster-ip-range=10.0.0.0/24",
+    // the advertise address is loopback: no endpoints for the kubernetes Service
+    "--endpoint-reconciler-type=none",
+    // no controller-manager creates the default ServiceAccount, so pods could not be created
+    "--disable-admission-plugins=ServiceAccount",
+    "--profiling=false",
+    ...(ctx.options.args ?? []),
+  ];
+}
+
+/** Spawns kube-apiserver until one binds its port and answers /readyz (a port taken meanwhile: a fresh one, up to PORT_ATTEMPTS). */
+async function spawnUntilReady(
+  ctx: LaunchContext,
+  flags: (port: number) => string[],
+  ca: string,
+): Promise<{ url: string; failed: () => string | undefined }> {
+  const pickPort = ctx.options.pickPort ?? freePort;
+  for (let attempt = 1; ; attempt++) {
+    const port = await pickPort();
+    const url = `https://127.0.0.1:${port}`;
+    // each attempt logs afresh, so that logTail() and the bind check read this attempt's lines
+    const log = openSync(ctx.logFile, "w");
+    const spawned = spawn(ctx.binaries.kubeApiserver, flags(port), { stdio: ["ignore", log, log] });
+    closeSync(log);
+    ctx.child = spawned;
+    killOnExit(spawned);
+    const failed = () =>
+      spawned.exitCode !== null || spawned.signalCode !== null
+        ? `kube-apiserver exited (${spawned.exitCode ?? spawned.signalCode}):\n${logTail(ctx)}`
+        : undefined;
+    try {
+      await until("/readyz", ctx.deadline, async () => (await get(url, "/readyz", ca, TEST_TOKEN)).status === 200, failed);
+      return { url, failed };
+    } catch (error) {
+      if (attempt >= PORT_ATTEMPTS || !String(error).includes("address already in use")) throw error;
+    }
+  }
+}
+
 /**
  * Starts etcd and kube-apiserver (the binaries test-infra/kube-apiserver/build.sh cached; an error
  * names the script when they are missing) on free loopback ports with a temporary data dir, a
@@ -144,91 +232,31 @@ async function installCrds(
 export async function startKubeApiserver(options: KubeApiserverOptions = {}): Promise<KubeApiserver> {
   const binaries: Binaries = findBinaries();
   const started = Date.now();
-  const deadline = started + (options.timeoutMs ?? 90_000);
   const dir = mkdtempSync(join(tmpdir(), "ipamkit-kube-apiserver-"));
-  let etcd: EtcdInstance | undefined;
-  let child: ChildProcess | undefined;
-  const logFile = join(dir, "kube-apiserver.log");
-  const logTail = () => {
-    try {
-      return readFileSync(logFile, "utf8").split("\n").slice(-30).join("\n");
-    } catch {
-      return "";
-    }
+  const ctx: LaunchContext = {
+    binaries,
+    options,
+    dir,
+    logFile: join(dir, "kube-apiserver.log"),
+    deadline: started + (options.timeoutMs ?? 90_000),
+    etcd: undefined,
+    child: undefined,
   };
-  const stop = async () => {
-    const c = child;
-    if (c !== undefined && c.exitCode === null && c.signalCode === null) {
-      await new Promise<void>((resolve) => {
-        const kill = setTimeout(() => c.kill("SIGKILL"), 10_000);
-        c.once("exit", () => {
-          clearTimeout(kill);
-          resolve();
-        });
-        c.kill("SIGTERM");
-      });
-    }
-    await etcd?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  };
+  const stop = () => stopLaunch(ctx);
   try {
     const certs = makeServingCertificates(dir);
     const ca = readFileSync(certs.ca, "utf8");
     const tokens = join(dir, "tokens.csv");
     writeFileSync(tokens, `${TEST_TOKEN},ipamkit-admin,ipamkit-admin-uid,"system:masters"\n`, { mode: 0o600 });
-    const running = await startEtcd({ binary: binaries.etcd, timeoutMs: Math.max(1_000, deadline - Date.now()) });
-    etcd = running;
-    const flags = (port: number) => [
-      `--etcd-servers=${running.endpoint}`,
-      "--bind-address=127.0.0.1",
-      "--advertise-address=127.0.0.1",
-      `--secure-port=${port}`,
-      `--tls-cert-file=${certs.cert}`,
-      `--tls-private-key-file=${certs.key}`,
-      `--cert-dir=${join(dir, "certs")}`,
-      `--token-auth-file=${tokens}`,
-      "--authorization-mode=RBAC",
-      `--service-account-key-file=${certs.serviceAccountPub}`,
-      `--service-account-signing-key-file=${certs.serviceAccountKey}`,
-      "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-      "--service-cluster-ip-range=10.0.0.0/24",
-      // the advertise address is loopback: no endpoints for the kubernetes Service
-      "--endpoint-reconciler-type=none",
-      // no controller-manager creates the default ServiceAccount, so pods could not be created
-      "--disable-admission-plugins=ServiceAccount",
-      "--profiling=false",
-      ...(options.args ?? []),
-    ];
-    const pickPort = options.pickPort ?? freePort;
-    let url = "";
-    let failed: () => string | undefined = () => undefined;
-    for (let attempt = 1; ; attempt++) {
-      const port = await pickPort();
-      url = `https://127.0.0.1:${port}`;
-      // each attempt logs afresh, so that logTail() and the bind check read this attempt's lines
-      const log = openSync(logFile, "w");
-      const spawned = spawn(binaries.kubeApiserver, flags(port), { stdio: ["ignore", log, log] });
-      closeSync(log);
-      child = spawned;
-      killOnExit(spawned);
-      failed = () =>
-        spawned.exitCode !== null || spawned.signalCode !== null
-          ? `kube-apiserver exited (${spawned.exitCode ?? spawned.signalCode}):\n${logTail()}`
-          : undefined;
-      const probe = url;
-      try {
-        await until("/readyz", deadline, async () => (await get(probe, "/readyz", ca, TEST_TOKEN)).status === 200, failed);
-        break;
-      } catch (error) {
-        if (attempt >= PORT_ATTEMPTS || !String(error).includes("address already in use")) throw error;
-      }
-    }
+    const running = await startEtcd({ binary: binaries.etcd, timeoutMs: Math.max(1_000, ctx.deadline - Date.now()) });
+    ctx.etcd = running;
+    const { url, failed } = await spawnUntilReady(ctx, (port) => apiserverFlags(ctx, running, certs, tokens, port), ca);
     const kubeconfig = kubeconfigText(url, ca, TEST_TOKEN, options.namespace);
     const kubeconfigPath = join(dir, "kubeconfig");
     writeFileSync(kubeconfigPath, kubeconfig, { mode: 0o600 });
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromString(kubeconfig);
-    await installCrds(kubeConfig, options.crds ?? [PROJECT_CRDS], url, ca, deadline, failed);
+    await installCrds(kubeConfig, options.crds ?? [PROJECT_CRDS], url, ca, ctx.deadline, failed);
     const core = kubeConfig.makeApiClient(CoreV1Api);
     for (const name of options.namespaces ?? []) await core.createNamespace({ body: { metadata: { name } } });
     const startMs = Date.now() - started;
@@ -241,7 +269,7 @@ export async function startKubeApiserver(options: KubeApiserverOptions = {}): Pr
       kubeConfig,
       etcd: running,
       startMs,
-      logTail,
+      logTail: () => logTail(ctx),
       stop,
     };
   } catch (error) {
