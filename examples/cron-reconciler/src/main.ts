@@ -49,7 +49,21 @@ function logReport(logger: Logger, report: ReconcileReport): void {
   );
 }
 
-async function run(options: Options, logger: Logger, shutdown: AbortSignal): Promise<number> {
+type Metrics = Awaited<ReturnType<typeof startMetrics>>;
+
+/** What one run holds open: the store, the pod source and (if asked for) the metrics server. */
+type Running = {
+  options: Options;
+  logger: Logger;
+  kubeConfig: ReturnType<typeof loadProgramKubeConfig>["kubeConfig"];
+  namespace: string;
+  pods: ReturnType<typeof createKubernetesPodSource>;
+  reconcile: ReconcileOptions;
+  metrics: Metrics | undefined;
+};
+
+/** Opens the store and the pod source, logs the start, and starts the metrics server if asked for. */
+async function startRunning(options: Options, logger: Logger, shutdown: AbortSignal): Promise<Running> {
   const { kubeConfig, source } = loadProgramKubeConfig(options.kubeconfig);
   const namespace = resolveNamespace(kubeConfig, options.namespace);
   const store = await openStore(options, kubeConfig, namespace);
@@ -75,68 +89,83 @@ async function run(options: Options, logger: Logger, shutdown: AbortSignal): Pro
     "ipamkit reconciler starting",
   );
   const metrics = options.metricsAddress === undefined ? undefined : await startMetrics(options.metricsAddress, logger, shutdown);
+  return { options, logger, kubeConfig, namespace, pods, reconcile, metrics };
+}
+
+/** The leader's work until `signal`: the pod controller (--watch) or the scheduled passes. */
+async function work(running: Running, signal: AbortSignal): Promise<void> {
+  const { options, logger, kubeConfig, reconcile, metrics } = running;
   const reported = (report: ReconcileReport) => {
     logReport(logger, report);
     metrics?.pass(report);
   };
+  if (options.watch) {
+    await runPodController(
+      {
+        ...reconcile,
+        podWatch: createKubernetesPodWatch({ kubeConfig }),
+        resyncMs: options.resyncMs,
+        onPass: (p) => p.report && reported(p.report),
+      },
+      signal,
+    );
+    return;
+  }
+  const job = async () => {
+    try {
+      reported(await reconcileOnce(reconcile));
+    } catch (error) {
+      metrics?.passFailed();
+      const [fields, text] = failureLine("reconcile failed", error);
+      logger.error(fields, `${text} (tried again at the next scheduled time)`);
+    }
+  };
+  await runOnSchedule(
+    { schedule: options.schedule, ...(options.scheduleFile === undefined ? {} : { scheduleFile: options.scheduleFile }), logger },
+    job,
+    signal,
+  );
+}
+
+/** Works until shutdown: at once, or while holding the lease under --leader-election. */
+async function workUntilShutdown(running: Running, shutdown: AbortSignal): Promise<void> {
+  const { options, logger, kubeConfig, namespace, metrics } = running;
+  const leading = async (signal: AbortSignal) => {
+    metrics?.leading(true);
+    try {
+      await work(running, signal);
+    } finally {
+      metrics?.leading(false);
+    }
+  };
+  if (!options.leaderElection) await leading(shutdown);
+  else {
+    const elector: LeaderElector = createLeaderElector({
+      kubeConfig,
+      namespace: options.leaseNamespace ?? namespace,
+      name: options.leaseName,
+      identity: options.identity ?? process.env.POD_NAME ?? hostname(),
+      logger,
+    });
+    await elector.run(leading, shutdown);
+  }
+}
+
+async function run(options: Options, logger: Logger, shutdown: AbortSignal): Promise<number> {
+  const running = await startRunning(options, logger, shutdown);
+  const { pods, reconcile, metrics } = running;
   try {
     if (options.once) {
       const report = await reconcileOnce(reconcile);
       logReport(logger, report);
       return report.failed.length === 0 ? 0 : 1;
     }
-    const work = async (signal: AbortSignal) => {
-      if (options.watch) {
-        await runPodController(
-          {
-            ...reconcile,
-            podWatch: createKubernetesPodWatch({ kubeConfig }),
-            resyncMs: options.resyncMs,
-            onPass: (p) => p.report && reported(p.report),
-          },
-          signal,
-        );
-        return;
-      }
-      const job = async () => {
-        try {
-          reported(await reconcileOnce(reconcile));
-        } catch (error) {
-          metrics?.passFailed();
-          const [fields, text] = failureLine("reconcile failed", error);
-          logger.error(fields, `${text} (tried again at the next scheduled time)`);
-        }
-      };
-      await runOnSchedule(
-        { schedule: options.schedule, ...(options.scheduleFile === undefined ? {} : { scheduleFile: options.scheduleFile }), logger },
-        job,
-        signal,
-      );
-    };
-    const leading = async (signal: AbortSignal) => {
-      metrics?.leading(true);
-      try {
-        await work(signal);
-      } finally {
-        metrics?.leading(false);
-      }
-    };
-    if (!options.leaderElection) await leading(shutdown);
-    else {
-      const elector: LeaderElector = createLeaderElector({
-        kubeConfig,
-        namespace: options.leaseNamespace ?? namespace,
-        name: options.leaseName,
-        identity: options.identity ?? process.env.POD_NAME ?? hostname(),
-        logger,
-      });
-      await elector.run(leading, shutdown);
-    }
+    await workUntilShutdown(running, shutdown);
     logger.info("ipamkit reconciler stopped");
     return 0;
   } finally {
     pods.close();
-    await store.close();
+    await reconcile.store.close();
     await metrics?.close();
   }
 }
