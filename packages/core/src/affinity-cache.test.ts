@@ -240,16 +240,18 @@ describe("withAffinityCache", () => {
       expect(batched.owners).toEqual(single.owners);
       expect(batched.owners.slice(0, 8)).toEqual(["n2", "n2", "n2", "n2", "n2", "n1", "n1", undefined]);
       expect(batched.first?.address).toEqual(single.first?.address);
-      // one at a time: the five taken blocks and the first unclaimed one (claimed); then each of the
-      // 39 calls after reads the first unclaimed block of the order (an unclaimed block is never
-      // remembered: another process of the node may claim it and place a key there)
-      expect(single.afterFirst).toEqual({ reads: 6, batches: [] });
-      expect(single.total).toEqual({ reads: 6 + 39, batches: [] });
-      // in one request: the first 8 of its order (5 taken, 3 unclaimed); after, the one unclaimed block
-      expect(batched.afterFirst).toEqual({ reads: 0, batches: [8] });
-      // (the 6th and 7th of the order together, 16 calls, until n1 claims the 6th; then the 8th
-      // alone, 23 calls: one readClaim each)
-      expect(batched.total).toEqual({ reads: 23, batches: [8, ...Array.from({ length: 16 }, () => 2)] });
+      // one at a time: the five taken blocks and the first unclaimed one (claimed), then the fresh
+      // view after the claim reads the next; each of the 39 calls after reads the first unclaimed
+      // block of the order (an unclaimed block is never remembered: another process of the node
+      // may claim it and place a key there), and the ADD that claims the 7th reads the 8th again
+      expect(single.afterFirst).toEqual({ reads: 7, batches: [] });
+      expect(single.total).toEqual({ reads: 7 + 39 + 1, batches: [] });
+      // in one request: the first 8 of its order (5 taken, 3 unclaimed); after the claim, the two
+      // unclaimed ones of that window again
+      expect(batched.afterFirst).toEqual({ reads: 0, batches: [8, 2] });
+      // (the 7th and 8th of the order together, 16 calls, until n1 claims the 7th; then the 8th
+      // alone, 24 calls: one readClaim each)
+      expect(batched.total).toEqual({ reads: 24, batches: [8, 2, ...Array.from({ length: 16 }, () => 2)] });
     });
 
     it("reads ahead in doubling windows along a long walk", async () => {
@@ -261,8 +263,9 @@ describe("withAffinityCache", () => {
       const counted = countingReads(memory);
       const ipam = createNodeBlockIpam({ store: withAffinityCache(counted.store), node: "n1", blockSize: 16 });
       await ipam.allocate({ network: "net", ranges: [wide], key: key("c0") });
-      // 8 taken, then 16 more: 12 taken and the first unclaimed one, which n1 claims
-      expect(counted.batches).toEqual([8, 16]);
+      // 8 taken, then 16 more: 12 taken and the first unclaimed one, which n1 claims; then the fresh
+      // view reads the three claims of that window it does not remember (unclaimed)
+      expect(counted.batches).toEqual([8, 16, 3]);
       expect((await memory.readClaim(affinityClaimRef("net", wideOrder[20] as Range)))?.claim.key.containerId).toBe("n1");
     });
   });

@@ -149,28 +149,29 @@ async function chooseBlock(ctx: BlockContext, choice: Choice): Promise<Range> {
       known.set(plan.block, { stored: await ctx.store.readPool(blockPoolRef(network, plan.block)), fresh: true });
     }
     if (plan.kind === "full") throw new RangeExhaustedError(range.cidr.text);
-    if (plan.kind === "claim" && !(await claimBlock(ctx, network, plan.block))) continue;
-    // A block nobody had claimed has no pool yet (nodes write only blocks claimed, their own or
-    // borrowed), so the allocation starts from none instead of reading it. Should a pool be there
-    // after all, the allocation's compare-and-swap conflicts and reads it afresh.
-    commit.hand(blockPoolRef(network, plan.block), plan.kind === "claim" ? undefined : known.get(plan.block)?.stored);
-    if (plan.kind !== "held") for (const fence of plan.fences) commit.fence(blockPoolRef(network, fence.block), fence.expected);
+    if (plan.kind === "claim") {
+      // Claimed (or lost to another node): plan again from a fresh view. The allocation must not
+      // rest on "the node has no other block" — a commit retried later would still rest on it
+      // while another writer of the key claims the next block and places the key there.
+      await claimBlock(ctx, network, plan.block);
+      continue;
+    }
+    commit.hand(blockPoolRef(network, plan.block), known.get(plan.block)?.stored);
+    if (plan.kind === "write") for (const fence of plan.fences) commit.fence(blockPoolRef(network, fence.block), fence.expected);
     return plan.block;
   }
   throw new StoreConflictError(`node blocks of ${range.cidr.text}`);
 }
 
-/** Claims `block` for this node: false when another node claimed it first or the outcome is unknown (look again). */
-async function claimBlock(ctx: BlockContext, network: string, block: Range): Promise<boolean> {
+/** Claims `block` for this node; another node's claim first, or an unknown outcome, is left to the next view. */
+async function claimBlock(ctx: BlockContext, network: string, block: Range): Promise<void> {
   try {
     await ctx.store.writeClaim(affinityClaimRef(network, block), { pool: blockPoolRef(network, block), key: ctx.affinityKey }, undefined);
-    return true;
   } catch (error) {
     // the view reads the claims afresh: a claim of ours that landed is then one of this node's blocks
     if (isOutcomeUnknown(error)) ctx.counter.unknownOutcomes = (ctx.counter.unknownOutcomes ?? 0) + 1;
     else if (error instanceof StoreConflictError) ctx.counter.conflicts += 1;
     else throw error;
-    return false;
   }
 }
 

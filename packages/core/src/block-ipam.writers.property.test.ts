@@ -171,23 +171,8 @@ describe("per-node blocks with writers the agent does not see", () => {
   it.each(STORES)("holds with the writers' calls interleaved (random schedules, %s)", async (_name, options) => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 10, maxLength: 40 }), fc.scheduler(), async (ops, s) => {
-        const store = createMemoryStore(options);
-        const scheduled = scheduledStore(store, (label, p) => s.schedule(p, label));
-        const run = writers(scheduled);
         // a key's calls run in order (the runtime serialises one attachment), across writers
-        const byKey = new Map<string, typeof ops>();
-        for (const op of ops) {
-          const id = op.writer === "other-node" ? `o${op.k}` : `c${op.k}`;
-          byKey.set(id, [...(byKey.get(id) ?? []), op]);
-        }
-        const runs = [...byKey.values()].map(async (list) => {
-          for (const op of list) {
-            await run(op);
-            await assertInvariant(store, JSON.stringify(op));
-          }
-        });
-        await s.waitFor(Promise.all(runs));
-        await assertInvariant(store, "the end");
+        await runChains(createMemoryStore(options), s, ops, (op) => (op.writer === "other-node" ? `o${op.k}` : `c${op.k}`));
       }),
       { numRuns: 150 },
     );
@@ -204,27 +189,33 @@ describe("per-node blocks with writers the agent does not see", () => {
     const sameKey = fc.record({ writer: fc.constantFrom<Writer>(...names), k: fc.nat(7), del: fc.boolean(), lane: fc.nat(1) });
     await fc.assert(
       fc.asyncProperty(fc.array(sameKey, { minLength: 10, maxLength: 40 }), fc.scheduler(), async (ops, s) => {
-        const store = createMemoryStore(options);
-        const run = writers(scheduledStore(store, (label, p) => s.schedule(p, label)));
         // two chains per writer and key: one key's calls by one writer, or by several, run at once
-        const chains = new Map<string, typeof ops>();
-        for (const op of ops) {
-          const id = `${op.writer}/${op.k}/${op.lane}`;
-          chains.set(id, [...(chains.get(id) ?? []), op]);
-        }
-        const runs = [...chains.values()].map(async (list) => {
-          for (const op of list) {
-            await run(op);
-            await assertInvariant(store, JSON.stringify(op));
-          }
-        });
-        await s.waitFor(Promise.all(runs));
-        await assertInvariant(store, "the end");
+        await runChains(createMemoryStore(options), s, ops, (op) => `${op.writer}/${op.k}/${op.lane}`);
       }),
-      { numRuns: 300 },
+      { numRuns: 1000 },
     );
   });
 });
+
+type Op = { writer: Writer; k: number; del: boolean };
+
+/**
+ * Runs the ops in chains (one chain per `chainOf` id, in order within it, the chains at once) on a
+ * store whose requests the scheduler interleaves; the invariant is checked after every op and at the end.
+ */
+async function runChains<T extends Op>(store: IpamStore, s: fc.Scheduler, ops: T[], chainOf: (op: T) => string): Promise<void> {
+  const run = writers(scheduledStore(store, (label, p) => s.schedule(p, label)));
+  const chains = new Map<string, T[]>();
+  for (const op of ops) chains.set(chainOf(op), [...(chains.get(chainOf(op)) ?? []), op]);
+  const runs = [...chains.values()].map(async (list) => {
+    for (const op of list) {
+      await run(op);
+      await assertInvariant(store, JSON.stringify(op));
+    }
+  });
+  await s.waitFor(Promise.all(runs));
+  await assertInvariant(store, "the end");
+}
 
 /** A store whose every request is a point where the scheduler may run another call first. */
 function scheduledStore(store: IpamStore, wrap: <T>(label: string, p: Promise<T>) => Promise<T>): IpamStore {

@@ -95,13 +95,9 @@ describe("planAdd", () => {
     });
   });
 
-  it("no room: claims the first unclaimed block, fencing the full ones; nothing unclaimed: full", () => {
+  it("no room: claims the first unclaimed block (then plans again); nothing unclaimed: full", () => {
     const full: [Range, Known] = [b0, known(b0, ["a"], { fresh: true, full: true, version: "3" })];
-    expect(planAdd(input({ own: [b0], unclaimed: b1, others: [] }, [full]))).toEqual({
-      kind: "claim",
-      block: b1,
-      fences: [{ block: b0, expected: "3" }],
-    });
+    expect(planAdd(input({ own: [b0], unclaimed: b1, others: [] }, [full]))).toEqual({ kind: "claim", block: b1 });
     expect(planAdd(input({ own: [b0], unclaimed: undefined, others: [] }, [full]))).toEqual({ kind: "full" });
   });
 

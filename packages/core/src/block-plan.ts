@@ -39,8 +39,11 @@ export type AddPlan =
   | { readonly kind: "held"; readonly block: Range }
   /** Allocate in this block (its pool handed on as known), committing with these fences. */
   | { readonly kind: "write"; readonly block: Range; readonly fences: readonly Fence[] }
-  /** Claim this unclaimed block and allocate in it (no pool there), with these fences. */
-  | { readonly kind: "claim"; readonly block: Range; readonly fences: readonly Fence[] }
+  /**
+   * Claim this unclaimed block, then plan again: with it claimed, the blocks the choice rests on
+   * (the next unclaimed one among them) are only known from a fresh view.
+   */
+  | { readonly kind: "claim"; readonly block: Range }
   /** No room in any searched block and none unclaimed. */
   | { readonly kind: "full" };
 
@@ -137,7 +140,7 @@ export function planAdd(input: AddPlanInput): AddPlan {
   if (kept !== undefined && room !== kept && !input.known.get(kept)?.fresh) return { kind: "read", block: kept };
   if (room !== undefined) return { kind: "write", block: room, fences: fencesFor(input, room) };
   if (input.view.unclaimed === undefined) return { kind: "full" };
-  return { kind: "claim", block: input.view.unclaimed, fences: fencesFor(input, input.view.unclaimed) };
+  return { kind: "claim", block: input.view.unclaimed };
 }
 
 /**
