@@ -1,6 +1,8 @@
 import { delegatingStore } from "./complete-store.js";
-import { StoreConflictError } from "./errors.js";
-import type { IpamStore, PoolRef, StoredPool, StoreWrite, Version } from "./store.js";
+import { isOutcomeUnknown, StoreConflictError } from "./errors.js";
+import type { AttachmentKey } from "./key.js";
+import type { Pool } from "./pool.js";
+import type { ClaimRef, IpamStore, PoolRef, StoredPool, StoreWrite } from "./store.js";
 
 /**
  * Per-node blocks, the executor's commit: one call's hand-off of the block pools it has just read
@@ -16,8 +18,19 @@ export interface CallCommit {
   readonly store: IpamStore;
   /** The pool as just read or recalled, or undefined: no pool there (as read, or a block just claimed). */
   hand(ref: PoolRef, stored: StoredPool | undefined): void;
-  /** The call's allocation commits only if this pool is still at `version` (undefined: still absent). */
-  fence(ref: PoolRef, version: Version | undefined): void;
+  /** The call's allocation commits only if this fence still holds. */
+  fence(fence: PoolFence): void;
+}
+
+/** A block pool the call's choice rested on, as the commit must still find it. */
+export interface PoolFence {
+  readonly ref: PoolRef;
+  /** The pool as the choice knew it; undefined: absent. */
+  readonly stored: StoredPool | undefined;
+  /** The pool a touch creates where none is (an empty pool of the block). */
+  readonly empty: Pool;
+  /** The first unclaimed block: on stores without entry-level commits, its affinity claim must still be absent. */
+  readonly unclaimed?: ClaimRef;
 }
 
 /**
@@ -32,43 +45,99 @@ export class FenceBrokenError extends Error {
   }
 }
 
-export function callCommit(store: IpamStore): CallCommit {
+const id = (ref: PoolRef) => `${ref.network}\u0000${ref.cidr}`;
+
+/**
+ * `key`: the key an ADD places (a write placing it is fenced). Two ways to fence, by what the
+ * store can do (DESIGN.md, "One key's calls at once"): with entry-level commits, compare-only
+ * steps in the allocation's own transaction; otherwise, before each write placing the key, a
+ * compare-and-swap of each fenced pool onto itself at the version the choice saw (a "touch": it
+ * changes nothing but the version, so a writer that read it before fails) and a fresh read of the
+ * first unclaimed block's affinity claim.
+ */
+export function callCommit(store: IpamStore, key?: AttachmentKey): CallCommit {
   /** Pools handed on; undefined: known to be absent (no pool written yet). */
   const ready = new Map<string, StoredPool | undefined>();
-  const fences = new Map<string, StoreWrite & { kind: "check-pool" }>();
-  const id = (ref: PoolRef) => `${ref.network}\u0000${ref.cidr}`;
+  const fences = new Map<string, PoolFence>();
   const readPool = (ref: PoolRef): Promise<StoredPool | undefined> => {
     if (!ready.has(id(ref))) return store.readPool(ref);
     const handed = ready.get(id(ref));
     ready.delete(id(ref));
     return Promise.resolve(handed);
   };
-  /** Whether every fenced pool is still at the version the choice saw. */
-  const fencesHold = async (): Promise<boolean> => {
-    for (const fence of fences.values()) if ((await store.readPool(fence.ref))?.version !== fence.expected) return false;
-    return true;
-  };
-  /**
-   * An allocation's commit (it has a reserve step) carries the call's fences. On a conflict, a
-   * broken fence asks for a fresh plan; with every fence holding, the conflict is the commit's own
-   * (the address taken, a claim there) and goes back to the inner IPAM's retry, as unfenced.
-   */
-  const commit = async (writes: readonly StoreWrite[]) => {
-    if (fences.size === 0 || !writes.some((w) => w.kind === "reserve")) return store.commit(writes);
-    try {
-      return (await store.commit([...writes, ...fences.values()])).slice(0, writes.length);
-    } catch (error) {
-      if (!(error instanceof StoreConflictError) || (await fencesHold())) throw error;
-      throw new FenceBrokenError();
-    }
-  };
+  const overrides = store.capabilities.entryWrites ? atomicFences(store, fences) : touchedFences(store, fences, key);
   return {
-    store: delegatingStore(store, { readPool, commit }),
+    store: delegatingStore(store, { readPool, ...overrides }),
     hand: (ref, stored) => {
       ready.set(id(ref), stored);
     },
-    fence: (ref, expected) => {
-      fences.set(id(ref), { kind: "check-pool", ref, expected });
+    fence: (fence) => {
+      fences.set(id(fence.ref), fence);
     },
   };
+}
+
+/**
+ * Entry-level commits: an allocation's commit (it has a reserve step) carries the call's fences as
+ * `check-pool` steps. On a conflict, a broken fence asks for a fresh plan; with every fence
+ * holding, the conflict is the commit's own (the address taken, a claim there) and goes back to
+ * the inner IPAM's retry, as unfenced.
+ */
+function atomicFences(store: IpamStore, fences: ReadonlyMap<string, PoolFence>): Partial<IpamStore> {
+  const steps = (): StoreWrite[] => [...fences.values()].map((f) => ({ kind: "check-pool", ref: f.ref, expected: f.stored?.version }));
+  const fencesHold = async (): Promise<boolean> => {
+    for (const f of fences.values()) if ((await store.readPool(f.ref))?.version !== f.stored?.version) return false;
+    return true;
+  };
+  return {
+    commit: async (writes) => {
+      if (fences.size === 0 || !writes.some((w) => w.kind === "reserve")) return store.commit(writes);
+      try {
+        return (await store.commit([...writes, ...steps()])).slice(0, writes.length);
+      } catch (error) {
+        if (!(error instanceof StoreConflictError) || (await fencesHold())) throw error;
+        throw new FenceBrokenError();
+      }
+    },
+  };
+}
+
+/**
+ * Whole-pool writes (no entry-level commits): every write that places the key is preceded by the
+ * fences, one by one — each fenced pool touched at the version the choice saw (then at the
+ * touch's, so a retried write touches again), the unclaimed block's claim read afresh. Any
+ * change since the choice breaks a fence, and nothing the call cares about was written yet.
+ */
+function touchedFences(store: IpamStore, fences: Map<string, PoolFence>, key: AttachmentKey | undefined): Partial<IpamStore> {
+  const places = (pool: Pool) => key !== undefined && pool.forKey(key) !== undefined;
+  const touchAll = async (): Promise<void> => {
+    for (const [at, fence] of fences) fences.set(at, await touch(store, fence));
+  };
+  return {
+    writePool: async (ref, pool, expected) => {
+      if (fences.size > 0 && places(pool)) await touchAll();
+      return store.writePool(ref, pool, expected);
+    },
+    commit: async (writes) => {
+      if (fences.size > 0 && writes.some((w) => w.kind === "pool" && places(w.pool))) await touchAll();
+      return store.commit(writes);
+    },
+  };
+}
+
+/** One fence of a whole-pool store, applied: the fence as it now stands, or FenceBrokenError. */
+async function touch(store: IpamStore, fence: PoolFence): Promise<PoolFence> {
+  try {
+    if (fence.unclaimed !== undefined) {
+      if ((await store.readClaim(fence.unclaimed, { fresh: true })) !== undefined) throw new FenceBrokenError();
+      return fence;
+    }
+    const pool = fence.stored?.pool ?? fence.empty;
+    const version = await store.writePool(fence.ref, pool, fence.stored?.version);
+    return { ...fence, stored: { pool, version } };
+  } catch (error) {
+    // changed since seen, or a touch of unknown outcome (it changes no content): plan again
+    if (error instanceof StoreConflictError || isOutcomeUnknown(error)) throw new FenceBrokenError();
+    throw error;
+  }
 }

@@ -1,5 +1,5 @@
-import { type CallCommit, callCommit, FenceBrokenError } from "./block-commit.js";
-import { type Known, planAdd, recalledHolder, roomIn, searched } from "./block-plan.js";
+import { type CallCommit, callCommit, FenceBrokenError, type PoolFence } from "./block-commit.js";
+import { type Fence, type Known, planAdd, recalledHolder, roomIn, searched } from "./block-plan.js";
 import { readNodeView } from "./block-view.js";
 import { InvalidRequestError, isOutcomeUnknown, RangeExhaustedError, StoreConflictError } from "./errors.js";
 import { cidrContains, parseCidr } from "./ip.js";
@@ -7,10 +7,11 @@ import { type AllocateInput, type Assigned, createIpam, type IpamOptions, type R
 import { type AttachmentKey, attachmentKey } from "./key.js";
 import { keyQueue } from "./key-queue.js";
 import { AFFINITY_IF_NAME, affinityClaimRef, type BlockLayout, blockLayout, blockPoolRef, blockRange } from "./node-blocks.js";
+import { Pool } from "./pool.js";
 import type { PoolCache } from "./pool-cache.js";
 import type { Range } from "./range.js";
-import type { ConflictCounter } from "./retry.js";
-import type { IpamStore, PoolRef } from "./store.js";
+import { type ConflictCounter, withConflictRetry } from "./retry.js";
+import { type IpamStore, type PoolRef, poolId } from "./store.js";
 
 export interface NodeBlockIpamOptions extends IpamOptions {
   /** This node's name: it owns the blocks it claims under this name. */
@@ -41,7 +42,7 @@ export interface NodeBlockIpam {
   readonly conflicts: ConflictCounter;
 }
 
-/** Re-plans after a block filled up between the read and the write, or a claim or a fence was lost. */
+/** Re-reads of the node's view while choosing one block (a claim lost to another node, or just won). */
 const MAX_REPLANS = 16;
 
 /** What every call of one node's block IPAM works with (the executor's side; the planner is block-plan.ts). */
@@ -83,9 +84,9 @@ export function createNodeBlockIpam(options: NodeBlockIpamOptions): NodeBlockIpa
   };
 }
 
-/** One call's commit (hand-off and fences) and the inner IPAM that reads and writes through it. */
-function callScope(ctx: BlockContext) {
-  const commit = callCommit(ctx.store);
+/** One call's commit (hand-off, and fences on writes placing `key`) and the inner IPAM that reads and writes through it. */
+function callScope(ctx: BlockContext, key?: AttachmentKey) {
+  const commit = callCommit(ctx.store, key);
   const retry = { ...ctx.options.retry, counter: ctx.counter };
   return { commit, ipam: createIpam({ ...ctx.options, cache: undefined, retry, store: commit.store }) };
 }
@@ -96,29 +97,28 @@ async function allocate(ctx: BlockContext, input: AllocateInput): Promise<Assign
   }
   if (input.ranges.length === 0) throw new InvalidRequestError("no ranges to allocate from");
   const network = input.network ?? "";
+  const object = `node blocks of ${input.ranges.map((r) => r.cidr.text).join(", ")}`;
   let recall = true;
-  for (let attempt = 1; ; attempt++) {
-    // a fresh scope per attempt: what an attempt handed on (or fenced) and did not use dies with it
-    const { commit, ipam } = callScope(ctx);
-    try {
+  // the one retry helper plans again, after a backoff: a fresh scope per attempt (what an attempt
+  // handed on or fenced and did not use dies with it)
+  return withConflictRetry(
+    async () => {
+      const { commit, ipam } = callScope(ctx, input.key);
       const blocks: Range[] = [];
       for (const range of input.ranges) blocks.push(await chooseBlock(ctx, { network, range, key: input.key, commit, recall }));
-      const assigned = await ipam.allocate({ ...input, network, ranges: blocks });
-      return assigned.map((a, i) => ({ ...a, range: input.ranges[i] as Range }));
-    } catch (error) {
-      // A block filled up after it was read (another call on this node), or a fenced choice
-      // rested on a pool that changed: choose again — after a broken fence, from fresh reads.
-      const replan = error instanceof RangeExhaustedError || error instanceof FenceBrokenError;
-      if (!replan || attempt >= MAX_REPLANS)
-        throw error instanceof FenceBrokenError
-          ? new StoreConflictError(`node blocks of ${input.ranges.map((r) => r.cidr.text).join(", ")}`)
-          : error;
-      if (error instanceof FenceBrokenError) {
-        ctx.counter.conflicts += 1;
-        recall = false;
+      try {
+        const assigned = await ipam.allocate({ ...input, network, ranges: blocks });
+        return assigned.map((a, i) => ({ ...a, range: input.ranges[i] as Range }));
+      } catch (error) {
+        // A fenced choice rested on a pool that changed (plan again from fresh reads), or the
+        // chosen block filled up after it was read (another call on this node): choose again.
+        if (error instanceof FenceBrokenError) recall = false;
+        if (error instanceof FenceBrokenError || error instanceof RangeExhaustedError) throw new StoreConflictError(object);
+        throw error;
       }
-    }
-  }
+    },
+    { ...ctx.options.retry, counter: ctx.counter },
+  );
 }
 
 interface Choice {
@@ -143,7 +143,7 @@ async function chooseBlock(ctx: BlockContext, choice: Choice): Promise<Range> {
       const stored = ctx.cache?.recall(blockPoolRef(network, block));
       if (stored !== undefined) known.set(block, { stored, fresh: false });
     }
-    const input = { view, known, key, canFence: ctx.store.capabilities.entryWrites };
+    const input = { view, known, key };
     let plan = planAdd(input);
     for (; plan.kind === "read"; plan = planAdd(input)) {
       known.set(plan.block, { stored: await ctx.store.readPool(blockPoolRef(network, plan.block)), fresh: true });
@@ -157,10 +157,18 @@ async function chooseBlock(ctx: BlockContext, choice: Choice): Promise<Range> {
       continue;
     }
     commit.hand(blockPoolRef(network, plan.block), known.get(plan.block)?.stored);
-    if (plan.kind === "write") for (const fence of plan.fences) commit.fence(blockPoolRef(network, fence.block), fence.expected);
+    if (plan.kind === "write") for (const fence of plan.fences) commit.fence(poolFence(network, fence, known));
     return plan.block;
   }
   throw new StoreConflictError(`node blocks of ${range.cidr.text}`);
+}
+
+/** A planned fence as the commit applies it (block-commit.ts). */
+function poolFence(network: string, fence: Fence, known: ReadonlyMap<Range, Known>): PoolFence {
+  const ref = blockPoolRef(network, fence.block);
+  const empty = Pool.empty(fence.block.cidr, { name: poolId(ref) });
+  if (fence.unclaimed) return { ref, stored: undefined, empty, unclaimed: affinityClaimRef(network, fence.block) };
+  return { ref, stored: known.get(fence.block)?.stored, empty };
 }
 
 /** Claims `block` for this node; another node's claim first, or an unknown outcome, is left to the next view. */

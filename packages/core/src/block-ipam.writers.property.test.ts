@@ -183,6 +183,16 @@ describe("per-node blocks with writers the agent does not see", () => {
       STORES[1]?.[1] ?? {},
       ["agent", "second-agent", "direct"],
     ],
+    [
+      "whole-pool writes, the agent, a second agent and direct mode: every block the choice read is touched",
+      {},
+      ["agent", "second-agent", "direct"],
+    ],
+    [
+      "whole-pool transactions (no entry-level steps), the agent, a second agent and direct mode: touched",
+      { transactions: true },
+      ["agent", "second-agent", "direct"],
+    ],
     ["whole-pool writes, one process: its calls of one key run in order", {}, ["agent"]],
   ];
   it.each(SAME_KEY)("holds when one key's calls run at once (%s)", async (_name, options, names) => {

@@ -26,22 +26,16 @@ function known(b: Range, ids: string[], opts: { fresh?: boolean; full?: boolean;
   return { stored: { pool, version: opts.version ?? "7" }, fresh: opts.fresh ?? false };
 }
 
-const input = (view: NodeView, entries: [Range, Known][], canFence = true): AddPlanInput => ({
-  view,
-  known: new Map(entries),
-  key: KEY,
-  canFence,
-});
+const input = (view: NodeView, entries: [Range, Known][]): AddPlanInput => ({ view, known: new Map(entries), key: KEY });
 
 describe("planAdd", () => {
-  it("one block recalled with room: writes it unread, fencing the first unclaimed block as absent where the store can", () => {
+  it("one block recalled with room: writes it unread, fencing the first unclaimed block as unclaimed", () => {
     const view = { own: [b0], unclaimed: b1, others: [] };
     expect(planAdd(input(view, [[b0, known(b0, ["a"])]]))).toEqual({
       kind: "write",
       block: b0,
-      fences: [{ block: b1, expected: undefined }],
+      fences: [{ block: b1, expected: undefined, unclaimed: true }],
     });
-    expect(planAdd(input(view, [[b0, known(b0, ["a"])]], false))).toEqual({ kind: "write", block: b0, fences: [] });
   });
 
   it("a key held as recalled is read before it is answered; read afresh and held, it is answered without a write", () => {
@@ -70,28 +64,39 @@ describe("planAdd", () => {
       block: b1,
       fences: [
         { block: b0, expected: "11" },
-        { block: b2, expected: undefined },
+        { block: b2, expected: undefined, unclaimed: true },
       ],
     });
   });
 
-  it("over two blocks on a store that cannot fence, keeps the newest block with room as recalled and reads the other", () => {
+  it("over two blocks, all recalled: writes the first with room unread, fencing the other at its recalled version", () => {
     const view = { own: [b0, b1], unclaimed: b2, others: [] };
     const recalls: [Range, Known][] = [
-      [b0, known(b0, ["a"], { full: true })],
+      [b0, known(b0, ["a"], { full: true, version: "5" })],
       [b1, known(b1, ["b"])],
     ];
-    expect(planAdd(input(view, recalls, false))).toEqual({ kind: "read", block: b0 });
-    const firstFull: [Range, Known] = [b0, known(b0, ["a"], { fresh: true, full: true })];
-    expect(planAdd(input(view, [firstFull, recalls[1] as [Range, Known]], false))).toEqual({ kind: "write", block: b1, fences: [] });
+    const unclaimed = { block: b2, expected: undefined, unclaimed: true };
+    expect(planAdd(input(view, recalls))).toEqual({ kind: "write", block: b1, fences: [{ block: b0, expected: "5" }, unclaimed] });
+  });
+
+  it("over two blocks, one read afresh: keeps the newest block with room as recalled and reads the other", () => {
+    const view = { own: [b0, b1], unclaimed: b2, others: [] };
+    const recalled: [Range, Known] = [b1, known(b1, ["b"], { version: "6" })];
+    const unclaimed = { block: b2, expected: undefined, unclaimed: true };
+    const firstFull: [Range, Known] = [b0, known(b0, ["a"], { fresh: true, full: true, version: "5" })];
+    expect(planAdd(input(view, [firstFull, recalled]))).toEqual({
+      kind: "write",
+      block: b1,
+      fences: [{ block: b0, expected: "5" }, unclaimed],
+    });
     // the first block has room after all: it is written, and the kept one is read first ("not held" is never recalled)
     const firstRoom: [Range, Known] = [b0, known(b0, [], { fresh: true })];
-    expect(planAdd(input(view, [firstRoom, recalls[1] as [Range, Known]], false))).toEqual({ kind: "read", block: b1 });
-    expect(planAdd(input(view, [firstRoom, [b1, known(b1, ["me"], { fresh: true })]], false))).toEqual({ kind: "held", block: b1 });
-    expect(planAdd(input(view, [firstRoom, [b1, known(b1, ["b"], { fresh: true })]], false))).toEqual({
+    expect(planAdd(input(view, [firstRoom, recalled]))).toEqual({ kind: "read", block: b1 });
+    expect(planAdd(input(view, [firstRoom, [b1, known(b1, ["me"], { fresh: true })]]))).toEqual({ kind: "held", block: b1 });
+    expect(planAdd(input(view, [firstRoom, [b1, known(b1, ["b"], { fresh: true, version: "8" })]]))).toEqual({
       kind: "write",
       block: b0,
-      fences: [],
+      fences: [{ block: b1, expected: "8" }, unclaimed],
     });
   });
 

@@ -26,10 +26,15 @@ export interface NodeView {
   readonly others: readonly Range[];
 }
 
-/** A compare-only step of the commit: this block's pool is still at `expected` (undefined: still absent). */
+/**
+ * What the commit must find unchanged: this block's pool still at `expected` (undefined: still
+ * absent). `unclaimed`: the first unclaimed block of the node's order — on a store without
+ * entry-level commits its affinity claim is checked still absent instead (block-commit.ts).
+ */
 export interface Fence {
   readonly block: Range;
   readonly expected: Version | undefined;
+  readonly unclaimed?: true;
 }
 
 export type AddPlan =
@@ -52,8 +57,6 @@ export interface AddPlanInput {
   /** What the call knows of each searched block (fresh reads, and recalls when it may recall). */
   readonly known: ReadonlyMap<Range, Known>;
   readonly key: AttachmentKey;
-  /** The store commits compare-only steps with an allocation (entry-level commits). */
-  readonly canFence: boolean;
 }
 
 /**
@@ -77,26 +80,25 @@ const hasRoom = (known: Known | undefined, block: Range) =>
  * The one rule of the executor, planned here: a commit compares every block the choice of
  * `chosen` rested on — each other searched block at the version it was known at, and the first
  * unclaimed block's pool as absent — so "the key is in none of them" holds at the commit, whoever
- * else writes. None on stores that cannot fence, or past MAX_FENCED_BLOCKS (then every other
- * block was read afresh: see DESIGN.md for what that leaves).
+ * else writes. None past MAX_FENCED_BLOCKS (then every other block was read afresh: see
+ * DESIGN.md for what that leaves).
  */
 export function fencesFor(input: AddPlanInput, chosen: Range): Fence[] {
-  if (!input.canFence) return [];
   const relied = searched(input.view).filter((block) => block !== chosen);
-  const fences = relied.map((block) => ({ block, expected: input.known.get(block)?.stored?.version }));
+  const fences: Fence[] = relied.map((block) => ({ block, expected: input.known.get(block)?.stored?.version }));
   const { unclaimed } = input.view;
-  if (unclaimed !== undefined && unclaimed !== chosen) fences.push({ block: unclaimed, expected: undefined });
+  if (unclaimed !== undefined && unclaimed !== chosen) fences.push({ block: unclaimed, expected: undefined, unclaimed: true });
   return fences.length > MAX_FENCED_BLOCKS ? [] : fences;
 }
 
 /**
  * From recalls alone, when every searched block is recalled and none holds the key: the first with
  * room. With one searched block "not held" is a fact about that pool, checked by the commit at its
- * recalled version; with several, only where the others can be fenced.
+ * recalled version; with several (up to MAX_FENCED_BLOCKS), by the fences on the others.
  */
 function fromRecalls(input: AddPlanInput, blocks: readonly Range[]): Range | undefined {
   if (blocks.length === 0) return undefined;
-  if (blocks.length > 1 && !(input.canFence && blocks.length <= MAX_FENCED_BLOCKS)) return undefined;
+  if (blocks.length > MAX_FENCED_BLOCKS) return undefined;
   for (const block of blocks) {
     const known = input.known.get(block);
     if (known === undefined || known.fresh || known.stored === undefined || holds(known, input.key)) return undefined;

@@ -294,11 +294,10 @@ export async function claimThenWrite(
   try {
     await store.writePool(ref, pool, expected);
   } catch (error) {
+    // any other failure wrote nothing (a conflict, a fence broken before the write): the claim goes
     if (isOutcomeUnknown(error)) owed?.add(claimRef, claim, outcome.version);
-    else if (error instanceof StoreConflictError) {
-      if (outcome.created) await dropSettled(store, claimRef, outcome.version).catch(() => undefined);
-      else owed?.add(claimRef, claim, outcome.version);
-    }
+    else if (outcome.created) await dropSettled(store, claimRef, outcome.version).catch(() => undefined);
+    else owed?.add(claimRef, claim, outcome.version);
     throw error;
   }
   // this write, at the version the owed claims were judged against, was their fence
