@@ -22,16 +22,7 @@ export interface AgentPod {
   stop(): Promise<void>;
 }
 
-/**
- * ipamkit's chart as it runs on this node: `helm template` with the node's CNI dirs and socket dir
- * and the locally imported image; its ServiceAccount and RBAC applied; and the DaemonSet's pod
- * template created as this node's pod (what the DaemonSet controller would create: no
- * controller-manager runs here). The suite's API server runs without the ServiceAccount admission
- * plugin, so the token the kubelet would project is requested (TokenRequest) and mounted from a
- * host directory at the same path, and KUBERNETES_SERVICE_HOST/PORT name the loopback API server
- * (the pod runs on the host network; no kube-proxy routes the Service address).
- */
-export async function prepareAgentPod(options: {
+export interface AgentPodOptions {
   apiserver: KubeApiserver;
   layout: NodeLayout;
   nodeName: string;
@@ -40,10 +31,12 @@ export async function prepareAgentPod(options: {
   namespace?: string;
   /** extra chart values, e.g. `{ "cni.extraFlatFileKeys.sticky": "true" }` */
   values?: Record<string, string>;
-}): Promise<AgentPod> {
-  const namespace = options.namespace ?? "kube-system";
+}
+
+/** `helm template` of the chart with this node's dirs and image; the objects it renders */
+function renderAgentChart(options: AgentPodOptions, namespace: string): KubernetesObject[] {
   const [repository, tag] = options.image.ref.split(/:(?=[^:]+$)/);
-  const objects = renderChart({
+  return renderChart({
     release: RELEASE,
     namespace,
     values: {
@@ -57,9 +50,11 @@ export async function prepareAgentPod(options: {
       ...options.values,
     },
   });
-  const daemonSet = objects.find((o) => o.kind === "DaemonSet") as V1DaemonSet | undefined;
-  if (daemonSet?.spec === undefined) throw new Error("[node-launcher] the chart rendered no DaemonSet");
-  const generic = KubernetesObjectApi.makeApiClient(options.apiserver.kubeConfig);
+}
+
+/** creates the chart's ServiceAccount and RBAC objects; ones an earlier node applied are kept */
+async function applyRbac(apiserver: KubeApiserver, objects: readonly KubernetesObject[]): Promise<void> {
+  const generic = KubernetesObjectApi.makeApiClient(apiserver.kubeConfig);
   const rbac = objects.filter((o) => ["ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"].includes(o.kind ?? ""));
   for (const object of rbac) {
     try {
@@ -69,45 +64,96 @@ export async function prepareAgentPod(options: {
       if ((error as { code?: number }).code !== 409) throw error;
     }
   }
-  const core = options.apiserver.kubeConfig.makeApiClient(CoreV1Api);
-  const template = daemonSet.spec.template;
-  const serviceAccount = template.spec?.serviceAccountName ?? "";
-  const saDir = join(options.layout.dir, "serviceaccount");
+}
+
+/** requests a token for the ServiceAccount and writes it, the CA and the namespace where the kubelet would mount them; returns the directory */
+async function writeServiceAccountDir(options: {
+  core: CoreV1Api;
+  apiserver: KubeApiserver;
+  layoutDir: string;
+  serviceAccount: string;
+  namespace: string;
+}): Promise<string> {
+  const { core, namespace } = options;
+  const saDir = join(options.layoutDir, "serviceaccount");
   mkdirSync(saDir, { recursive: true, mode: 0o700 });
   const token = await core.createNamespacedServiceAccountToken({
-    name: serviceAccount,
+    name: options.serviceAccount,
     namespace,
     body: { spec: { audiences: [], expirationSeconds: 86_400 } },
   });
   writeFileSync(join(saDir, "token"), token.status?.token ?? "", { mode: 0o600 });
   writeFileSync(join(saDir, "ca.crt"), options.apiserver.ca);
   writeFileSync(join(saDir, "namespace"), namespace);
-  const port = new URL(options.apiserver.url).port;
-  const podName = `${daemonSet.metadata?.name ?? RELEASE}-${options.nodeName}`;
+  return saDir;
+}
+
+/** the DaemonSet's pod template as this node's pod, with the API server's address and the token mounted */
+function buildAgentPod(options: {
+  template: NonNullable<V1DaemonSet["spec"]>["template"];
+  podName: string;
+  namespace: string;
+  nodeName: string;
+  apiserverUrl: string;
+  saDir: string;
+}): V1Pod {
+  const { template } = options;
+  const port = new URL(options.apiserverUrl).port;
   const withApiAccess = <T extends { env?: unknown[]; volumeMounts?: unknown[] }>(c: T): T => ({
     ...c,
     env: [...(c.env ?? []), { name: "KUBERNETES_SERVICE_HOST", value: "127.0.0.1" }, { name: "KUBERNETES_SERVICE_PORT", value: port }],
     volumeMounts: [...(c.volumeMounts ?? []), { name: "serviceaccount", mountPath: SA_MOUNT, readOnly: true }],
   });
-  const pod: V1Pod = {
-    metadata: { name: podName, namespace, labels: template.metadata?.labels },
+  return {
+    metadata: { name: options.podName, namespace: options.namespace, labels: template.metadata?.labels },
     spec: {
       ...template.spec,
       nodeName: options.nodeName,
       containers: (template.spec?.containers ?? []).map(withApiAccess),
       initContainers: (template.spec?.initContainers ?? []).map(withApiAccess),
-      volumes: [...(template.spec?.volumes ?? []), { name: "serviceaccount", hostPath: { path: saDir, type: "Directory" } }],
+      volumes: [...(template.spec?.volumes ?? []), { name: "serviceaccount", hostPath: { path: options.saDir, type: "Directory" } }],
     },
   };
-  const phase = async () => {
-    try {
-      const p = await core.readNamespacedPod({ name: podName, namespace });
-      const ready = p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
-      return { exists: true, ready, status: JSON.stringify(p.status?.containerStatuses?.map((c) => c.state) ?? []) };
-    } catch {
-      return { exists: false, ready: false, status: "" };
-    }
-  };
+}
+
+/** whether the pod exists and is Ready, and its containers' states (for error messages) */
+async function podPhase(core: CoreV1Api, podName: string, namespace: string): Promise<{ exists: boolean; ready: boolean; status: string }> {
+  try {
+    const p = await core.readNamespacedPod({ name: podName, namespace });
+    const ready = p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
+    return { exists: true, ready, status: JSON.stringify(p.status?.containerStatuses?.map((c) => c.state) ?? []) };
+  } catch {
+    return { exists: false, ready: false, status: "" };
+  }
+}
+
+/**
+ * ipamkit's chart as it runs on this node: `helm template` with the node's CNI dirs and socket dir
+ * and the locally imported image; its ServiceAccount and RBAC applied; and the DaemonSet's pod
+ * template created as this node's pod (what the DaemonSet controller would create: no
+ * controller-manager runs here). The suite's API server runs without the ServiceAccount admission
+ * plugin, so the token the kubelet would project is requested (TokenRequest) and mounted from a
+ * host directory at the same path, and KUBERNETES_SERVICE_HOST/PORT name the loopback API server
+ * (the pod runs on the host network; no kube-proxy routes the Service address).
+ */
+export async function prepareAgentPod(options: AgentPodOptions): Promise<AgentPod> {
+  const namespace = options.namespace ?? "kube-system";
+  const objects = renderAgentChart(options, namespace);
+  const daemonSet = objects.find((o) => o.kind === "DaemonSet") as V1DaemonSet | undefined;
+  if (daemonSet?.spec === undefined) throw new Error("[node-launcher] the chart rendered no DaemonSet");
+  await applyRbac(options.apiserver, objects);
+  const core = options.apiserver.kubeConfig.makeApiClient(CoreV1Api);
+  const template = daemonSet.spec.template;
+  const saDir = await writeServiceAccountDir({
+    core,
+    apiserver: options.apiserver,
+    layoutDir: options.layout.dir,
+    serviceAccount: template.spec?.serviceAccountName ?? "",
+    namespace,
+  });
+  const podName = `${daemonSet.metadata?.name ?? RELEASE}-${options.nodeName}`;
+  const pod = buildAgentPod({ template, podName, namespace, nodeName: options.nodeName, apiserverUrl: options.apiserver.url, saDir });
+  const phase = () => podPhase(core, podName, namespace);
   return {
     namespace,
     podName,
