@@ -11,9 +11,9 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
+import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { CoreV1Api, type KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
-import { buildIpamkitImage } from "../src/image.js";
+import { buildIpamkitImage, type IpamkitImage } from "../src/image.js";
 import { readIpamState } from "../src/ipam-state.js";
 import { type RealNode, startNode } from "../src/launcher.js";
 import { podOnNode } from "../src/pods.js";
@@ -111,42 +111,42 @@ async function churn(node: RealNode, kubeConfig: KubeConfig, ipam: Ipam): Promis
   return run;
 }
 
-async function main(): Promise<void> {
-  const apiserver = await startKubeApiserver();
-  const image = buildIpamkitImage();
+/** ROUNDS rounds on one API server, alternating which IPAM goes first; one fresh node per run */
+async function runRounds(apiserver: KubeApiserver, image: IpamkitImage): Promise<Run[]> {
   const runs: Run[] = [];
-  try {
-    for (let round = 0; round < ROUNDS; round++) {
-      const order = (round % 2 === 0 ? ["ipamkit", "whereabouts"] : ["whereabouts", "ipamkit"]).filter(
-        (ipam) => process.env.BENCH_ONLY === undefined || ipam === process.env.BENCH_ONLY,
-      ) as Ipam[];
-      for (const ipam of order) {
-        const subnet = ipam === "ipamkit" ? 86 : 85;
-        const node = await startNode({
-          apiserver,
-          image,
-          ipam,
-          range: `10.${subnet}.0.0/24`,
-          gateway: `10.${subnet}.0.1`,
-          network: `churn-${ipam}`,
-        });
-        try {
-          const run = await churn(node, apiserver.kubeConfig, ipam);
-          runs.push(run);
-          console.log(
-            `round ${round + 1} ${ipam}: to Running median ${quantile(run.toRunning, 0.5).toFixed(0)} ms, p90 ${quantile(run.toRunning, 0.9).toFixed(0)} ms; ` +
-              `waves ${run.waveRunning.map((t) => (t / 1000).toFixed(1)).join("/")} s; freed ${run.waveFreed.map((t) => (t / 1000).toFixed(1)).join("/")} s; problems ${run.problems.length}`,
-          );
-        } finally {
-          await node.stop();
-        }
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = (round % 2 === 0 ? ["ipamkit", "whereabouts"] : ["whereabouts", "ipamkit"]).filter(
+      (ipam) => process.env.BENCH_ONLY === undefined || ipam === process.env.BENCH_ONLY,
+    ) as Ipam[];
+    for (const ipam of order) {
+      const subnet = ipam === "ipamkit" ? 86 : 85;
+      const node = await startNode({
+        apiserver,
+        image,
+        ipam,
+        range: `10.${subnet}.0.0/24`,
+        gateway: `10.${subnet}.0.1`,
+        network: `churn-${ipam}`,
+      });
+      try {
+        const run = await churn(node, apiserver.kubeConfig, ipam);
+        runs.push(run);
+        console.log(
+          `round ${round + 1} ${ipam}: to Running median ${quantile(run.toRunning, 0.5).toFixed(0)} ms, p90 ${quantile(run.toRunning, 0.9).toFixed(0)} ms; ` +
+            `waves ${run.waveRunning.map((t) => (t / 1000).toFixed(1)).join("/")} s; freed ${run.waveFreed.map((t) => (t / 1000).toFixed(1)).join("/")} s; problems ${run.problems.length}`,
+        );
+      } finally {
+        await node.stop();
       }
     }
-  } finally {
-    await apiserver.stop();
   }
+  return runs;
+}
+
+/** per IPAM: time to Running (median, p90, max), wave medians and the audit's problems */
+function summarize(runs: readonly Run[]) {
   const of = (ipam: Ipam) => runs.filter((r) => r.ipam === ipam);
-  const summary = (["ipamkit", "whereabouts"] as const).map((ipam) => {
+  return (["ipamkit", "whereabouts"] as const).map((ipam) => {
     const rs = of(ipam);
     const all = rs.flatMap((r) => r.toRunning);
     return {
@@ -174,6 +174,10 @@ async function main(): Promise<void> {
       problems: rs.flatMap((r) => r.problems),
     };
   });
+}
+
+/** prints the summary as a Markdown table and writes it to bench/results/node-churn.json */
+function report(summary: ReturnType<typeof summarize>): void {
   const [k, w] = summary;
   console.log(
     "\n| IPAM | pods | to Running median | p90 | max | wave of %d Running (median) | wave freed (median) | problems |".replace(
@@ -197,6 +201,18 @@ async function main(): Promise<void> {
     `${JSON.stringify({ date: new Date().toISOString(), pods: POD_COUNT, wave: WAVE, rounds: ROUNDS, summary }, null, 2)}\n`,
   );
   console.log(`\nraw summary: ${out}`);
+}
+
+async function main(): Promise<void> {
+  const apiserver = await startKubeApiserver();
+  const image = buildIpamkitImage();
+  let runs: Run[];
+  try {
+    runs = await runRounds(apiserver, image);
+  } finally {
+    await apiserver.stop();
+  }
+  report(summarize(runs));
 }
 
 main().catch((error: unknown) => {
