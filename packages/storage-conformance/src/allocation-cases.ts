@@ -6,8 +6,17 @@ const v4 = parseRange({ range: "10.20.0.0/24", gateway: "10.20.0.1" });
 const v6 = parseRange({ range: "2001:db8:20::/64" });
 const tiny = parseRange({ range: "10.30.0.0/30" });
 
+const storeIpam = (ctx: SuiteContext) => createIpam({ store: ctx.store() });
+
 export function registerAllocationCases(ctx: SuiteContext): void {
-  const ipam = () => createIpam({ store: ctx.store() });
+  registerExactKeyCases(ctx);
+  registerMultiRangeCases(ctx);
+  registerReleaseIfCases(ctx);
+}
+
+/** One reservation per (containerID, ifName); release only by that exact key. */
+function registerExactKeyCases(ctx: SuiteContext): void {
+  const ipam = () => storeIpam(ctx);
 
   it("allocates idempotently per (containerID, ifName)", async () => {
     const i = ipam();
@@ -59,6 +68,11 @@ export function registerAllocationCases(ctx: SuiteContext): void {
       expect(pool?.size).toBe(1);
     });
   }
+}
+
+/** A multi-range ADD is all-or-nothing and never takes back what the key already held. */
+function registerMultiRangeCases(ctx: SuiteContext): void {
+  const ipam = () => storeIpam(ctx);
 
   it("multi-range ADD is all-or-nothing: a full range rolls back the others", async () => {
     const i = ipam();
@@ -80,6 +94,11 @@ export function registerAllocationCases(ctx: SuiteContext): void {
     const [still] = await i.lookup({ ranges: [v4], key: key("k") });
     expect(still?.address).toEqual(first?.address);
   });
+}
+
+/** Conditional release: only a reservation unchanged since it was observed. */
+function registerReleaseIfCases(ctx: SuiteContext): void {
+  const ipam = () => storeIpam(ctx);
 
   it("releaseIf frees only a reservation unchanged since it was observed", async () => {
     const i = ipam();
