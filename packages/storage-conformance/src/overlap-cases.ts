@@ -7,6 +7,13 @@ const narrow = parseRange({ range: "10.40.0.0/26" });
 const text = (a: { address: { family: 4 | 6; value: bigint } } | undefined) => (a === undefined ? "none" : formatIp(a.address));
 
 export function registerOverlapCases(ctx: SuiteContext): void {
+  registerOverlapProtectionCases(ctx);
+  registerReleaseAllIfCases(ctx);
+  registerClaimRecoveryCases(ctx);
+}
+
+/** Overlap protection: one network's overlapping pools share claims; off, or across networks, they are independent. */
+function registerOverlapProtectionCases(ctx: SuiteContext): void {
   it("overlapping pools of one network never hand out the same IP (protection on)", async () => {
     const i = createIpam({ store: ctx.store() });
     const seen = new Set<string>();
@@ -40,7 +47,10 @@ export function registerOverlapCases(ctx: SuiteContext): void {
     expect(text(b)).toBe("10.40.0.1");
     expect((await ctx.store().listClaims("")).map((c) => c.address)).toEqual(["10.40.0.1"]);
   });
+}
 
+/** releaseAllIf: one pool's unchanged reservations freed with their claims, in bounded chunks. */
+function registerReleaseAllIfCases(ctx: SuiteContext): void {
   it("releaseAllIf frees the unchanged reservations of one pool in one write, with their claims only", async () => {
     const s = ctx.store();
     const i = createIpam({ store: s });
@@ -71,7 +81,10 @@ export function registerOverlapCases(ctx: SuiteContext): void {
     expect((await s.readPool(ref))?.pool.size).toBe(0);
     expect(await s.listClaims("")).toEqual([]);
   });
+}
 
+/** Claims after crashes and under races: a dangling claim never blocks, a live one is respected, no IP shared. */
+function registerClaimRecoveryCases(ctx: SuiteContext): void {
   it("crash after claiming, before the pool write: the dangling claim is taken over, never doubly held", async () => {
     const s = ctx.store();
     const claim: Claim = { pool: { network: "", cidr: wide.cidr.text }, key: key("crashed") };
