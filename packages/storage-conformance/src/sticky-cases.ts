@@ -23,8 +23,13 @@ const ref: PoolRef = { network: "", cidr: range.cidr.text };
 const KEEP = 60;
 const T0 = Date.parse("2026-03-01T10:00:00.000Z");
 
-export function registerStickyCases(ctx: SuiteContext): void {
+/** The helpers every sticky case uses, over one fake clock that `setup` resets for each test. */
+function stickyHarness(ctx: SuiteContext) {
   let clock = T0;
+  const tick = (ms: number) => {
+    clock += ms;
+  };
+  const now = () => new Date(clock);
   const setup = (): Ipam => {
     clock = T0;
     return createIpam({ store: ctx.store(), now: () => new Date(clock) });
@@ -69,12 +74,26 @@ export function registerStickyCases(ctx: SuiteContext): void {
       );
     return verdicts.map((v) => `${v.observed.address}:${v.reason}`);
   };
+  return { tick, now, setup, add, del, held, at, claimKey, reconcile };
+}
+type StickyHarness = ReturnType<typeof stickyHarness>;
+
+export function registerStickyCases(ctx: SuiteContext): void {
+  const h = stickyHarness(ctx);
+  registerRebindCases(ctx, h);
+  registerKeepTimeCases(h);
+  registerNoRebindCases(h);
+}
+
+/** A reborn pod (new UID) gets its address back, whether its old sandbox's DEL came or not. */
+function registerRebindCases(ctx: SuiteContext, h: StickyHarness): void {
+  const { tick, now, setup, add, del, held, at, claimKey } = h;
 
   it("(a) dead node, no DEL: the reborn pod (new UID) gets the same address; the old sandbox's DEL then releases nothing of it", async () => {
     const ipam = setup();
     expect(await add(ipam, key("old-sandbox"), "uid-1")).toBe("10.43.0.1");
     expect(await add(ipam, key("db1-sandbox"), "uid-9", "db/db-1")).toBe("10.43.0.2");
-    clock += 5_000;
+    tick(5_000);
     expect(await add(ipam, key("new-sandbox"), "uid-2")).toBe("10.43.0.1");
     const rebound = await at(1n);
     expect(rebound && formatKey(rebound.key)).toBe("new-sandbox/eth0");
@@ -97,14 +116,14 @@ export function registerStickyCases(ctx: SuiteContext): void {
   it("(b) DEL first: the address is kept for the pod; the reborn pod's ADD within the keep time gets it; a different pod never does", async () => {
     const ipam = setup();
     expect(await add(ipam, key("old-sandbox"), "uid-1")).toBe("10.43.0.1");
-    clock += 1_000;
+    tick(1_000);
     expect(await del(ipam, key("old-sandbox"))).toEqual([]);
     const kept = await at(1n);
-    expect(kept?.releasedAt).toBe(new Date(clock).toISOString());
+    expect(kept?.releasedAt).toBe(now().toISOString());
     expect(await claimKey("10.43.0.1")).toBe("old-sandbox/eth0");
     // repeated DELs change nothing
     const before = await ctx.store().readPool(ref);
-    clock += 1_000;
+    tick(1_000);
     expect(await del(ipam, key("old-sandbox"))).toEqual([]);
     expect((await ctx.store().readPool(ref))?.version).toBe(before?.version);
     // another pod (even the same name in another namespace) gets another address
@@ -112,7 +131,7 @@ export function registerStickyCases(ctx: SuiteContext): void {
     expect(await add(ipam, key("else"), "uid-6", "other/db-0")).toBe("10.43.0.3");
     // CHECK of the DELeted key: it holds nothing any more
     expect(await ipam.lookup({ ranges: [range], key: key("old-sandbox") })).toEqual([undefined]);
-    clock += (KEEP - 10) * 1000;
+    tick((KEEP - 10) * 1000);
     expect(await add(ipam, key("new-sandbox"), "uid-2")).toBe("10.43.0.1");
     const rebound = await at(1n);
     expect(rebound && formatKey(rebound.key)).toBe("new-sandbox/eth0");
@@ -120,15 +139,20 @@ export function registerStickyCases(ctx: SuiteContext): void {
     expect(rebound?.podUid).toBe("uid-2");
     expect(await claimKey("10.43.0.1")).toBe("new-sandbox/eth0");
   });
+}
+
+/** A kept address lasts its keep time: freed by the reconciler after, never before. */
+function registerKeepTimeCases(h: StickyHarness): void {
+  const { tick, now, setup, add, del, held, at, claimKey, reconcile } = h;
 
   it("a kept address is freed once its keep time has run out (reconciler: sticky-expired), not before", async () => {
     const ipam = setup();
     await add(ipam, key("old-sandbox"), "uid-1");
     await del(ipam, key("old-sandbox"));
-    clock += (KEEP - 1) * 1000;
+    tick((KEEP - 1) * 1000);
     expect(await reconcile(ipam, {})).toEqual(["10.43.0.1:sticky-kept"]);
     expect((await held()).length).toBe(1);
-    clock += 1000;
+    tick(1000);
     expect(await reconcile(ipam, {})).toEqual(["10.43.0.1:sticky-expired"]);
     expect(await held()).toEqual([]);
     expect(await claimKey("10.43.0.1")).toBeUndefined();
@@ -139,20 +163,25 @@ export function registerStickyCases(ctx: SuiteContext): void {
   it("the reconciler never frees a reborn pod's sticky address at once: it keeps it for the pod, whose ADD takes it back", async () => {
     const ipam = setup();
     await add(ipam, key("old-sandbox"), "uid-1");
-    clock += 10_000;
+    tick(10_000);
     // the old pod is gone and db-0 is back with a new UID, its ADD not yet made
     expect(await reconcile(ipam, { "db/db-0": { uid: "uid-2", phase: "Pending" } })).toEqual(["10.43.0.1:pod-uid-changed"]);
-    expect((await at(1n))?.releasedAt).toBe(new Date(clock).toISOString());
-    clock += 5_000;
+    expect((await at(1n))?.releasedAt).toBe(now().toISOString());
+    tick(5_000);
     expect(await add(ipam, key("new-sandbox"), "uid-2")).toBe("10.43.0.1");
     expect(await reconcile(ipam, { "db/db-0": { uid: "uid-2", phase: "Running" } })).toEqual(["10.43.0.1:no-network-status"]);
     // orphaned and never reborn: kept for the keep time since first seen orphaned, then freed
-    clock += 1_000;
+    tick(1_000);
     expect(await reconcile(ipam, {})).toEqual(["10.43.0.1:pod-missing"]);
-    clock += KEEP * 1000;
+    tick(KEEP * 1000);
     expect(await reconcile(ipam, {})).toEqual(["10.43.0.1:sticky-expired"]);
     expect(await held()).toEqual([]);
   });
+}
+
+/** What is never rebound: an unknown or identical UID, another interface, a non-sticky network. */
+function registerNoRebindCases(h: StickyHarness): void {
+  const { setup, add, del } = h;
 
   it("never rebinds a reservation whose pod UID is unknown, nor one of the same UID; sticky off gives a fresh address", async () => {
     const ipam = setup();
