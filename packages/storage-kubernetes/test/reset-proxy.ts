@@ -31,6 +31,20 @@ export interface ResetProxy {
 
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
+type Bytes = Buffer<ArrayBuffer>;
+
+/** The first whole HTTP/1.1 request in `pending` (request line, headers, Content-Length body) and what follows it; undefined until it is all there. */
+function takeRequest(pending: Bytes): { method: string; path: string; raw: Bytes; rest: Bytes } | undefined {
+  const head = pending.indexOf("\r\n\r\n");
+  if (head < 0) return undefined;
+  const lines = pending.subarray(0, head).toString("latin1").split("\r\n");
+  const [method = "", path = ""] = (lines[0] ?? "").split(" ");
+  const lengthLine = lines.find((l) => l.toLowerCase().startsWith("content-length:"));
+  const length = lengthLine === undefined ? 0 : Number(lengthLine.slice("content-length:".length).trim());
+  if (pending.length < head + 4 + length) return undefined;
+  return { method, path, raw: pending.subarray(0, head + 4 + length), rest: pending.subarray(head + 4 + length) };
+}
+
 /**
  * A TLS-terminating TCP proxy (node:tls) in front of a real API server, for tests: it reads each
  * HTTP/1.1 request the client sends (request line, headers, Content-Length body) and forwards it
@@ -98,15 +112,10 @@ export async function startResetProxy(upstream: { url: string; ca: string }): Pr
     client.on("data", (chunk: Buffer) => {
       pending = Buffer.concat([pending, chunk]);
       for (;;) {
-        const head = pending.indexOf("\r\n\r\n");
-        if (head < 0) return;
-        const lines = pending.subarray(0, head).toString("latin1").split("\r\n");
-        const [method = "", path = ""] = (lines[0] ?? "").split(" ");
-        const lengthLine = lines.find((l) => l.toLowerCase().startsWith("content-length:"));
-        const length = lengthLine === undefined ? 0 : Number(lengthLine.slice("content-length:".length).trim());
-        if (pending.length < head + 4 + length) return;
-        const raw = pending.subarray(0, head + 4 + length);
-        pending = pending.subarray(head + 4 + length);
+        const next = takeRequest(pending);
+        if (next === undefined) return;
+        const { method, path, raw } = next;
+        pending = next.rest;
         const write = WRITES.has(method);
         const seen: SeenRequest = { method, path, write, writeNumber: write ? ++writes : 0 };
         requests.push(seen);
