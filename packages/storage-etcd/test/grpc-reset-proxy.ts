@@ -17,18 +17,10 @@ const TXN = "/etcdserverpb.KV/Txn";
 /** gRPC frames a message as 1 flag byte and 4 length bytes; a TxnRequest with compares starts with field 1 (0x0a). */
 const isWriteTxn = (path: string | undefined, body: Buffer) => path === TXN && body.length > 5 && body[5] === 0x0a;
 
-/**
- * An HTTP/2 proxy (node:http2, over TCP sockets it keeps hold of) in front of a real etcd, for
- * tests: each gRPC call is forwarded as it is, answers and trailers back. For the write
- * transaction chosen by `resetWrite`, it waits until etcd has answered — the transaction is then
- * done — and, instead of passing the answer on, resets the client's TCP connection (RST): the
- * client cannot know whether it was applied.
- */
-export async function startGrpcResetProxy(etcdEndpoint: string): Promise<GrpcResetProxy> {
-  const sockets = new Set<Socket>();
-  /** One connection to etcd per client connection, closed with it. */
+/** One connection to etcd per client connection (made on its first call, remade if it ended), closed with it. */
+function upstreamsTo(etcdEndpoint: string): (session: http2.ServerHttp2Session) => http2.ClientHttp2Session {
   const upstreams = new WeakMap<http2.ServerHttp2Session, http2.ClientHttp2Session>();
-  const upstreamOf = (session: http2.ServerHttp2Session): http2.ClientHttp2Session => {
+  return (session) => {
     let upstream = upstreams.get(session);
     if (upstream === undefined || upstream.destroyed || upstream.closed) {
       const created = http2.connect(etcdEndpoint);
@@ -39,6 +31,18 @@ export async function startGrpcResetProxy(etcdEndpoint: string): Promise<GrpcRes
     }
     return upstream;
   };
+}
+
+/**
+ * An HTTP/2 proxy (node:http2, over TCP sockets it keeps hold of) in front of a real etcd, for
+ * tests: each gRPC call is forwarded as it is, answers and trailers back. For the write
+ * transaction chosen by `resetWrite`, it waits until etcd has answered — the transaction is then
+ * done — and, instead of passing the answer on, resets the client's TCP connection (RST): the
+ * client cannot know whether it was applied.
+ */
+export async function startGrpcResetProxy(etcdEndpoint: string): Promise<GrpcResetProxy> {
+  const sockets = new Set<Socket>();
+  const upstreamOf = upstreamsTo(etcdEndpoint);
   const swallowed: string[] = [];
   let writes = 0;
   const server = http2.createServer();
