@@ -41,7 +41,7 @@ export async function writeTemp(dir: string, text: string, unavailable: Unavaila
   return path;
 }
 
-/** Creates `.ack-<commit>` (see Generations.settle); it may exist already. */
+/** Creates `.ack-<commit>` (see settle in generation-read.ts); it may exist already. */
 export function acknowledge(dir: string, commit: string, unavailable: Unavailable): void {
   const path = join(dir, ackFileName(commit));
   try {

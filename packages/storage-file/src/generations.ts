@@ -1,15 +1,7 @@
-import { closeSync, linkSync, openSync, readdirSync, readFileSync, readSync, statSync, unlinkSync } from "node:fs";
+import { linkSync, readdirSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { StoreConflictError, StoreCorruptError, StoreUnavailableError } from "@ipamkit/core";
-import {
-  acknowledge,
-  collectGarbage,
-  ensureDirectory,
-  fsyncDirectory,
-  isAcknowledged,
-  type Unavailable,
-  writeTemp,
-} from "./generation-commit.js";
+import { acknowledge, collectGarbage, ensureDirectory, fsyncDirectory, type Unavailable, writeTemp } from "./generation-commit.js";
 import {
   ackFileName,
   ancestryAfter,
@@ -21,7 +13,6 @@ import {
   errno,
   generationText,
   genFileName,
-  HEADER_BYTES,
   type Header,
   headerFromPrefix,
   identityOf,
@@ -34,6 +25,7 @@ import {
   type Snapshot,
   versionOf,
 } from "./generation-format.js";
+import { RETRIES, readPrefix, readText, settle } from "./generation-read.js";
 import { SnapshotCache } from "./snapshot-cache.js";
 
 /**
@@ -51,11 +43,9 @@ import { SnapshotCache } from "./snapshot-cache.js";
  *   reach, an `.ack-<commit>` left by whoever built on the writer's not-yet-settled file decides.
  *
  * The file format (names, header, tombstones) is in generation-format.ts; temp and ack files,
- * garbage collection and directory creation are in generation-commit.ts.
+ * garbage collection and directory creation are in generation-commit.ts; reading a generation
+ * file and settling a commit are in generation-read.ts.
  */
-
-/** A reader re-reads this many times when the generation it found vanishes (GC) before it opens it. */
-const RETRIES = 64;
 
 /** One kind of object (pools or claims): the CAS protocol plus a small decoded-snapshot cache. */
 export class Generations<T> {
@@ -75,16 +65,6 @@ export class Generations<T> {
   /** Drops every cached snapshot. */
   clear(): void {
     this.cache.clear();
-  }
-
-  /** A generation file's text; undefined when it is gone (collected under us). */
-  private readText(path: string): string | undefined {
-    try {
-      return readFileSync(path, "utf8");
-    } catch (error) {
-      if (errno(error) === "ENOENT") return undefined;
-      throw this.unavailable("read", path, error);
-    }
   }
 
   unavailable(what: string, path: string, error: unknown): StoreUnavailableError {
@@ -150,7 +130,7 @@ export class Generations<T> {
       this.cache.touch(path, cached);
       return { snapshot: cached.snapshot, links };
     }
-    const text = this.readText(path);
+    const text = readText(path, this.fail);
     if (text === undefined) return undefined;
     if (!(await this.stillNear(dir, gen))) return undefined;
     const snapshot = parseGeneration(text, gen, path, decode, this.corrupt(path, object));
@@ -170,24 +150,12 @@ export class Generations<T> {
    */
   async peek(dir: string, gen: number, object: string): Promise<{ header: Header; deleted: boolean } | undefined> {
     const path = join(dir, genFileName(gen));
-    let prefix: string;
-    try {
-      const fd = openSync(path, "r");
-      try {
-        const buffer = Buffer.alloc(HEADER_BYTES);
-        const bytesRead = readSync(fd, buffer, 0, HEADER_BYTES, 0);
-        prefix = buffer.subarray(0, bytesRead).toString("utf8");
-      } finally {
-        closeSync(fd);
-      }
-    } catch (error) {
-      if (errno(error) === "ENOENT") return undefined;
-      throw this.unavailable("read", path, error);
-    }
+    const prefix = readPrefix(path, this.fail);
+    if (prefix === undefined) return undefined;
     const standard = headerFromPrefix(prefix);
     if (standard !== undefined) return standard;
     // Not our exact prefix (written by hand?): parse the whole file, body unchecked.
-    const text = this.readText(path);
+    const text = readText(path, this.fail);
     if (text === undefined) return undefined;
     const snapshot = parseGeneration(text, gen, path, () => undefined as T, this.corrupt(path, object));
     return { header: snapshot.header, deleted: snapshot.value === DELETED };
@@ -266,7 +234,7 @@ export class Generations<T> {
         if (errno(error) === "EEXIST") throw this.conflict(object);
         throw this.unavailable("commit", targetPath, error);
       }
-      const outcome = await this.settle(dir, target, commit, object);
+      const outcome = await settle({ view: this, dir, target, commit, object, unavailable: this.fail });
       if (outcome.kind === "stale") {
         // Our link re-used a collected slot number behind newer generations: nobody reads it; remove it.
         quietly(() => unlinkSync(targetPath));
@@ -293,36 +261,6 @@ export class Generations<T> {
     }
     collectGarbage(dir, target, settled);
     return versionOf(target);
-  }
-
-  /**
-   * After linking `target`: is our commit part of the object's history? The highest generation
-   * is never removed (only generations two below a newer one are), so if a newer generation had
-   * existed when we linked, it (or a successor) is still there and its ancestry, which records
-   * the commit id of the first file ever linked at each of the last slots, does not name us.
-   * Further back than the ancestry reaches, the ack decides: whoever built on our file found our
-   * temp link still there (we remove it only after this check) and created `.ack-<our commit>`
-   * before linking; nobody builds on a file that was not the highest, so a stale link gets none.
-   */
-  private async settle(
-    dir: string,
-    target: number,
-    commit: string,
-    object: string,
-  ): Promise<{ kind: "ok"; listing: Listing } | { kind: "stale" } | { kind: "unknown"; reason: string }> {
-    for (let i = 0; i < RETRIES; i++) {
-      const listing = await this.list(dir);
-      if (listing?.max === undefined || listing.max < target) return { kind: "unknown", reason: "the object directory was emptied" };
-      if (listing.max === target) return { kind: "ok", listing };
-      const peeked = await this.peek(dir, listing.max, object);
-      if (peeked === undefined) continue;
-      const distance = listing.max - target;
-      if (distance <= peeked.header.ancestry.length) {
-        return peeked.header.ancestry[distance - 1] === commit ? { kind: "ok", listing } : { kind: "stale" };
-      }
-      return isAcknowledged(dir, commit, this.fail) ? { kind: "ok", listing } : { kind: "stale" };
-    }
-    return { kind: "unknown", reason: "the object kept changing" };
   }
 
   async fsyncDir(dir: string): Promise<void> {
