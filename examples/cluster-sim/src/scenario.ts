@@ -1,8 +1,9 @@
-import { type AuditResult, audit, type Held, readEtcd, readFileStore, readIpPools } from "./audit.js";
-import { type Cluster, POOL_NAMESPACE, type SimNode } from "./cluster.js";
-import { type CniOutcome, limited, quantile, runCni } from "./cni.js";
+import { type AuditResult, audit } from "./audit.js";
+import type { Cluster } from "./cluster.js";
+import { type CniOutcome, limited, quantile } from "./cni.js";
 import { type CpuParts, cpuSince } from "./cpu.js";
 import type { ReconcileRun } from "./reconciler-run.js";
+import { bringUp, everyPod, held, live, NS, type ScenarioContext, simPods, tearDown } from "./scenario-pods.js";
 
 export interface ScenarioOptions {
   pods: number;
@@ -72,199 +73,113 @@ export function requestsText(requests: Record<string, number>): string {
   return `${total.toLocaleString("en")} requests: ${entries.map(([key, n]) => `${n.toLocaleString("en")} ${key}`).join(", ")}`;
 }
 
-interface SimPod {
-  name: string;
-  node: SimNode;
-  uid: string;
-  sandbox: string;
-  /** Address per network, once added. */
-  ips: string[];
-}
-
-const NS = "sim";
+// the network configuration of network k lives beside the pods' CNI calls; importers keep this path
+export { networkConf } from "./scenario-pods.js";
 
 /** Seconds since the call, each time the returned function is called. */
 function timer(): () => number {
   const started = performance.now();
   return () => (performance.now() - started) / 1000;
 }
-const networkName = (k: number) => `net-${k}`;
-const rangeOf = (k: number) => `10.${100 + k}.0.0/20`;
 
-/** The network configuration a node's runtime passes for network k (net-k, its own /20). */
-export function networkConf(cluster: Cluster, node: SimNode, k: number): string {
-  return JSON.stringify({
-    cniVersion: "1.1.0",
-    name: networkName(k),
-    type: "macvlan",
-    ipam: { type: "ipamkit", range: rangeOf(k), network_name: networkName(k), ...cluster.ipam(node) },
-  });
+/** What a phase's work adds to its result (the power-cycle's parts, its reconcile and its inner audit). */
+type PhaseWork = (adds: CniOutcome[], others: CniOutcome[]) => Promise<Partial<PhaseResult> | undefined>;
+
+/** Runs one phase's work and measures it: time, ADD latencies, failures, conflicts, CPU, requests, then the audit. */
+async function phase(ctx: ScenarioContext, name: string, work: PhaseWork): Promise<PhaseResult> {
+  const { cluster } = ctx;
+  const conflictsBefore = await cluster.conflicts();
+  const statsBefore = cluster.kind === "kubernetes" ? cluster.server.stats() : undefined;
+  const requestsMade = requestsSince(cluster);
+  const adds: CniOutcome[] = [];
+  const others: CniOutcome[] = [];
+  const started = performance.now();
+  const cpuSpent = cpuSince(cluster);
+  const extra = (await work(adds, others)) ?? {};
+  const seconds = (performance.now() - started) / 1000 - (extra.auditing ?? 0);
+  const spent = cpuSpent();
+  // a reconciler program is reaped by this process, like a CNI process: its CPU is moved to ours
+  const moved = extra.reconcilerCpu ?? 0;
+  const cpu = { ...spent, harness: spent.harness + moved, cni: Math.max(0, spent.cni - moved) };
+  const agentConflicts = (await cluster.conflicts()) - conflictsBefore;
+  const statsAfter = cluster.kind === "kubernetes" ? cluster.server.stats() : undefined;
+  const httpConflicts = (statsAfter?.byStatus[409] ?? 0) - (statsBefore?.byStatus[409] ?? 0);
+  const requests = requestsMade();
+  const ms = adds.map((a) => a.ms);
+  return {
+    phase: name,
+    seconds,
+    adds: adds.length,
+    addP50: quantile(ms, 0.5),
+    addP99: quantile(ms, 0.99),
+    failed: [...adds, ...others].filter((o) => o.code !== 0).length,
+    conflicts: Math.max(agentConflicts, httpConflicts),
+    audit: audit(await held(cluster), live(ctx.pods)),
+    cpu,
+    ...(requests === undefined ? {} : { requests }),
+    ...extra,
+  };
+}
+
+/** The power-cycle phase's work: every node loses power, the pods come back in new sandboxes, then one reconcile. */
+async function powerCycle(
+  ctx: ScenarioContext,
+  reconcile: ScenarioOptions["reconcile"],
+  adds: CniOutcome[],
+): Promise<Partial<PhaseResult>> {
+  const { cluster, pods } = ctx;
+  // every node loses power: its agent dies, no DEL ever comes for the old sandboxes
+  for (const node of cluster.nodes) cluster.killAgent(node);
+  // the control plane force-deletes the pods; the StatefulSet re-creates them under the same names
+  await limited(
+    50,
+    pods.map(
+      (pod) => () => cluster.core.deleteNamespacedPod({ namespace: NS, name: pod.name, gracePeriodSeconds: 0 }).then(() => undefined),
+    ),
+  );
+  for (const pod of pods) pod.ips = [];
+  // on a real cluster every node restarts its own agent on its own CPUs; here all share two
+  const since = timer();
+  await cluster.startAgents(8);
+  const agentsRestarted = since();
+  ctx.generation++;
+  await everyPod(ctx, (pod) => bringUp(ctx, pod, adds));
+  const cniCalls = since() - agentsRestarted;
+  const auditStarted = since();
+  const leakedBeforeReconcile = audit(await held(cluster), live(pods)).leaked;
+  const auditing = since() - auditStarted;
+  const reconcileStarted = since();
+  const run = await reconcile();
+  if (run.failures.length > 0) throw new Error(`reconcile failed: ${run.failures.join("; ")}`);
+  const parts = { "agents restarted": agentsRestarted, ADDs: cniCalls, reconcile: since() - reconcileStarted };
+  return {
+    reconciled: run.released,
+    leakedBeforeReconcile,
+    parts,
+    auditing,
+    ...(run.cpu === undefined ? {} : { reconcilerCpu: run.cpu }),
+  };
 }
 
 export async function runScenario(cluster: Cluster, options: ScenarioOptions): Promise<PhaseResult[]> {
-  const { networks } = options;
-  let generation = 0;
-  const pods: SimPod[] = Array.from({ length: options.pods }, (_, i) => ({
-    name: `sts-${i}`,
-    node: cluster.nodes[i % cluster.nodes.length] as SimNode,
-    uid: "",
-    sandbox: "",
-    ips: [],
-  }));
-  const conf = (node: SimNode, k: number) => networkConf(cluster, node, k);
-
-  /** What the simulation knows to be attached now. */
-  const live = (): Held[] =>
-    pods.flatMap((p) => p.ips.map((address, k) => ({ network: networkName(k), address, containerId: p.sandbox, ifName: `net${k + 1}` })));
-
-  async function held(): Promise<Held[]> {
-    if (cluster.kind === "etcd") return readEtcd(cluster.etcd?.endpoint ?? "");
-    if (cluster.kind === "kubernetes" || cluster.kind === "kube-apiserver") return readIpPools(cluster.kubeConfig, POOL_NAMESPACE);
-    return readFileStore(`${cluster.dir}/store`);
-  }
-
-  /** One CNI call for a pod's attachment to network k (interface net<k+1>). */
-  const attachment = (command: "ADD" | "DEL", pod: SimPod, k: number) =>
-    runCni(
-      {
-        command,
-        containerId: pod.sandbox,
-        ifName: `net${k + 1}`,
-        pod: { namespace: NS, name: pod.name, uid: pod.uid },
-        conf: conf(pod.node, k),
-      },
-      cluster.spawner,
-    );
-
-  /** A pod comes up: its object, one ADD per network (as Multus calls the IPAM), then Running with network-status. */
-  async function bringUp(pod: SimPod, outcomes: CniOutcome[]): Promise<void> {
-    const created = await cluster.core.createNamespacedPod({
-      namespace: NS,
-      body: {
-        metadata: { name: pod.name },
-        spec: { nodeName: pod.node.name, containers: [{ name: "app", image: "registry.example/app:1" }] },
-      },
-    });
-    pod.uid = created.metadata?.uid ?? "";
-    pod.sandbox = `sandbox-${generation}-${pod.name}`;
-    pod.ips = [];
-    for (let k = 0; k < networks; k++) {
-      const outcome = await attachment("ADD", pod, k);
-      outcomes.push(outcome);
-      if (outcome.ip === undefined) throw new Error(`ADD ${pod.name} net${k + 1}: ${outcome.error}`);
-      pod.ips.push(outcome.ip);
-    }
-    const status = pod.ips.map((ip, k) => ({ name: `${NS}/${networkName(k)}`, interface: `net${k + 1}`, ips: [ip] }));
-    await cluster.core.replaceNamespacedPodStatus({
-      namespace: NS,
-      name: pod.name,
-      body: {
-        ...created,
-        metadata: { ...created.metadata, annotations: { "k8s.v1.cni.cncf.io/network-status": JSON.stringify(status) } },
-        status: { phase: "Running" },
-      },
-    });
-  }
-
-  /** A pod goes away cleanly: one DEL per network, then the object. */
-  async function tearDown(pod: SimPod, outcomes: CniOutcome[]): Promise<void> {
-    for (let k = 0; k < networks; k++) {
-      const outcome = await attachment("DEL", pod, k);
-      outcomes.push(outcome);
-      if (outcome.code !== 0) throw new Error(`DEL ${pod.name}: ${outcome.error}`);
-    }
-    pod.ips = [];
-    await cluster.core.deleteNamespacedPod({ namespace: NS, name: pod.name, gracePeriodSeconds: 0 });
-  }
-
-  async function phase(
-    name: string,
-    work: (adds: CniOutcome[], others: CniOutcome[]) => Promise<Partial<PhaseResult> | undefined>,
-  ): Promise<PhaseResult> {
-    const conflictsBefore = await cluster.conflicts();
-    const statsBefore = cluster.kind === "kubernetes" ? cluster.server.stats() : undefined;
-    const requestsMade = requestsSince(cluster);
-    const adds: CniOutcome[] = [];
-    const others: CniOutcome[] = [];
-    const started = performance.now();
-    const cpuSpent = cpuSince(cluster);
-    const extra = (await work(adds, others)) ?? {};
-    const seconds = (performance.now() - started) / 1000 - (extra.auditing ?? 0);
-    const spent = cpuSpent();
-    // a reconciler program is reaped by this process, like a CNI process: its CPU is moved to ours
-    const moved = extra.reconcilerCpu ?? 0;
-    const cpu = { ...spent, harness: spent.harness + moved, cni: Math.max(0, spent.cni - moved) };
-    const agentConflicts = (await cluster.conflicts()) - conflictsBefore;
-    const statsAfter = cluster.kind === "kubernetes" ? cluster.server.stats() : undefined;
-    const httpConflicts = (statsAfter?.byStatus[409] ?? 0) - (statsBefore?.byStatus[409] ?? 0);
-    const requests = requestsMade();
-    const ms = adds.map((a) => a.ms);
-    return {
-      phase: name,
-      seconds,
-      adds: adds.length,
-      addP50: quantile(ms, 0.5),
-      addP99: quantile(ms, 0.99),
-      failed: [...adds, ...others].filter((o) => o.code !== 0).length,
-      conflicts: Math.max(agentConflicts, httpConflicts),
-      audit: audit(await held(), live()),
-      cpu,
-      ...(requests === undefined ? {} : { requests }),
-      ...extra,
-    };
-  }
-
-  const everyPod = (run: (pod: SimPod) => Promise<void>) =>
-    limited(
-      options.concurrency,
-      pods.map((pod) => () => run(pod)),
-    );
+  const ctx: ScenarioContext = {
+    cluster,
+    networks: options.networks,
+    concurrency: options.concurrency,
+    pods: simPods(cluster, options.pods),
+    generation: 0,
+  };
   const results: PhaseResult[] = [];
-
-  results.push(await phase("create all", (adds) => everyPod((pod) => bringUp(pod, adds)).then(() => undefined)));
+  results.push(await phase(ctx, "create all", (adds) => everyPod(ctx, (pod) => bringUp(ctx, pod, adds)).then(() => undefined)));
   results.push(
-    await phase("delete all and re-create", async (adds, others) => {
-      await everyPod((pod) => tearDown(pod, others));
-      generation++;
-      await everyPod((pod) => bringUp(pod, adds));
+    await phase(ctx, "delete all and re-create", async (adds, others) => {
+      await everyPod(ctx, (pod) => tearDown(ctx, pod, others));
+      ctx.generation++;
+      await everyPod(ctx, (pod) => bringUp(ctx, pod, adds));
       return undefined;
     }),
   );
-  results.push(
-    await phase("power-cycle every node, then reconcile", async (adds) => {
-      // every node loses power: its agent dies, no DEL ever comes for the old sandboxes
-      for (const node of cluster.nodes) cluster.killAgent(node);
-      // the control plane force-deletes the pods; the StatefulSet re-creates them under the same names
-      await limited(
-        50,
-        pods.map(
-          (pod) => () => cluster.core.deleteNamespacedPod({ namespace: NS, name: pod.name, gracePeriodSeconds: 0 }).then(() => undefined),
-        ),
-      );
-      for (const pod of pods) pod.ips = [];
-      // on a real cluster every node restarts its own agent on its own CPUs; here all share two
-      const since = timer();
-      await cluster.startAgents(8);
-      const agentsRestarted = since();
-      generation++;
-      await everyPod((pod) => bringUp(pod, adds));
-      const cniCalls = since() - agentsRestarted;
-      const auditStarted = since();
-      const leakedBeforeReconcile = audit(await held(), live()).leaked;
-      const auditing = since() - auditStarted;
-      const reconcileStarted = since();
-      const run = await options.reconcile();
-      if (run.failures.length > 0) throw new Error(`reconcile failed: ${run.failures.join("; ")}`);
-      const parts = { "agents restarted": agentsRestarted, ADDs: cniCalls, reconcile: since() - reconcileStarted };
-      return {
-        reconciled: run.released,
-        leakedBeforeReconcile,
-        parts,
-        auditing,
-        ...(run.cpu === undefined ? {} : { reconcilerCpu: run.cpu }),
-      };
-    }),
-  );
-  results.push(await phase("delete all", (_adds, others) => everyPod((pod) => tearDown(pod, others)).then(() => undefined)));
+  results.push(await phase(ctx, "power-cycle every node, then reconcile", (adds) => powerCycle(ctx, options.reconcile, adds)));
+  results.push(await phase(ctx, "delete all", (_adds, others) => everyPod(ctx, (pod) => tearDown(ctx, pod, others)).then(() => undefined)));
   return results;
 }
