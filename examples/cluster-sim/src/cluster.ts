@@ -1,15 +1,14 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { agentStats } from "@ipamkit/agent";
 import type { IpamStore } from "@ipamkit/core";
 import { type EtcdInstance, startEtcd } from "@ipamkit/etcd-launcher";
 import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { type KubeTestServer, startKubeTestServer } from "@ipamkit/kube-test-server";
 import { openStore } from "@ipamkit/open-store/modules";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { AGENT, limited } from "./cni.js";
-import { type CpuSources, processCpu } from "./cpu.js";
+import { type AgentHosts, agentConflicts, agentHosts, agentPids, killAgent, startAgent, startAgents } from "./agent-hosts.js";
+import type { CpuSources } from "./cpu.js";
 import { nodeSpawner, type Spawner } from "./spawner.js";
 
 /**
@@ -78,26 +77,24 @@ export interface ClusterOptions {
 /** Hollow nodes per agent process unless told otherwise (--agents-per-process). */
 export const DEFAULT_AGENTS_PER_PROCESS = 10;
 
-/** The simulation's hollow-node host (src/hollow-nodes.ts), run from source. */
-const HOLLOW_NODES = join(import.meta.dirname, "hollow-nodes.ts");
-
-/** The command that hosts `members`' agents: the product agent at one node per process, else the hollow-node host. */
-function hostCommand(members: SimNode[], kind: StoreKind, perProcess: number): [string, string[]] {
-  const log = ["--log-level", process.env.SIM_AGENT_LOG ?? "warn", "--warm", kind === "kube-apiserver" ? "kubernetes" : kind];
-  const [only] = members;
-  if (perProcess === 1 && only !== undefined) return [AGENT, ["--socket", only.socket, "--node-name", only.name, ...log]];
-  const nodes = members.flatMap((member) => ["--node", `${member.name}=${member.socket}`]);
-  return [process.execPath, ["--conditions=@ipamkit/source", "--import", "tsx", HOLLOW_NODES, ...nodes, ...log]];
-}
-
 /** How the result tables name the nodes: their count, and how many agents a process hosted when more than one. */
 export function nodesLabel(nodeCount: number, agentsPerProcess = 1): string {
   return agentsPerProcess === 1 ? `${nodeCount}` : `${nodeCount} (${agentsPerProcess} per agent process)`;
 }
 
-export async function startCluster(kind: StoreKind, nodeCount: number, options: ClusterOptions = {}): Promise<Cluster> {
-  const dir = mkdtempSync(join("/dev/shm", `ipamkit-sim-${kind}-`));
-  let server = await startKubeTestServer({ port: 0, historyEvents: 100_000 });
+/** The servers a cluster runs on: the API stand-in (replaced by a restart), the real kube-apiserver, etcd. */
+interface Backends {
+  kind: StoreKind;
+  dir: string;
+  server: KubeTestServer;
+  apiserver: KubeApiserver | undefined;
+  kubeConfig: KubeConfig;
+  kubeconfigPath: string;
+  etcd: EtcdInstance | undefined;
+}
+
+async function startBackends(kind: StoreKind, dir: string): Promise<Backends> {
+  const server = await startKubeTestServer({ port: 0, historyEvents: 100_000 });
   const apiserver =
     kind === "kube-apiserver" ? await startKubeApiserver({ namespace: POOL_NAMESPACE, namespaces: POD_NAMESPACES }) : undefined;
   const kubeconfigPath = apiserver?.kubeconfigPath ?? join(dir, "kubeconfig");
@@ -105,135 +102,79 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(kubeconfigPath);
   const etcd = kind === "etcd" ? await startEtcd() : undefined;
+  return { kind, dir, server, apiserver, kubeConfig, kubeconfigPath, etcd };
+}
+
+async function restartApiServer(b: Backends): Promise<void> {
+  if (b.apiserver !== undefined) throw new Error("restartApiServer: only the in-process stand-in loses its state on purpose");
+  const port = Number(new URL(b.server.url).port);
+  await b.server.close();
+  b.server = await startKubeTestServer({ port, historyEvents: 100_000 });
+}
+
+/** The IPAM keys that select the cluster's store, with the node's agent socket. */
+function ipamKeys(b: Backends, node: SimNode, nodeBlockSize: number | undefined): Record<string, unknown> {
+  const store =
+    b.kind === "etcd"
+      ? { datastore: "etcd", etcd_host: b.etcd?.endpoint }
+      : b.kind === "kubernetes" || b.kind === "kube-apiserver"
+        ? { datastore: "kubernetes", kubernetes: { kubeconfig: b.kubeconfigPath } }
+        : { datastore: "file", data_dir: join(b.dir, "store") };
+  const blocks = nodeBlockSize === undefined ? {} : { node_block_size: nodeBlockSize };
+  return { ...store, ...blocks, configuration_path: b.dir, agent_socket: node.socket, agent_required: true };
+}
+
+async function closeCluster(b: Backends, nodes: SimNode[]): Promise<void> {
+  for (const child of new Set(nodes.map((node) => node.agent))) child?.kill("SIGTERM");
+  await new Promise((r) => setTimeout(r, 300));
+  await b.etcd?.stop();
+  await b.server.close();
+  await b.apiserver?.stop();
+  rmSync(b.dir, { recursive: true, force: true });
+}
+
+/** The cluster's face: its backends and its nodes' agents behind the {@link Cluster} interface. */
+function clusterOf(b: Backends, agents: AgentHosts, spawner: Spawner, options: ClusterOptions): Cluster {
+  const { apiserver, etcd } = b;
+  return {
+    kind: b.kind,
+    dir: b.dir,
+    get server() {
+      return b.server;
+    },
+    ...(apiserver === undefined ? {} : { apiserver }),
+    restartApiServer: () => restartApiServer(b),
+    kubeConfig: b.kubeConfig,
+    kubeconfigPath: b.kubeconfigPath,
+    core: b.kubeConfig.makeApiClient(CoreV1Api),
+    ...(etcd === undefined ? {} : { etcd }),
+    nodes: agents.nodes,
+    spawner,
+    ipam: (node) => ipamKeys(b, node, options.nodeBlockSize),
+    startAgent: (node) => startAgent(agents, node),
+    startAgents: (processes) => startAgents(agents, processes),
+    killAgent: (node) => killAgent(agents, node),
+    agentPids: () => agentPids(agents),
+    retiredAgentCpu: () => agents.retiredCpu,
+    storePid: () => etcd?.pid,
+    helperPids: () => spawner.helperPids(),
+    conflicts: () => agentConflicts(agents),
+    close: () => closeCluster(b, agents.nodes),
+  };
+}
+
+export async function startCluster(kind: StoreKind, nodeCount: number, options: ClusterOptions = {}): Promise<Cluster> {
+  const dir = mkdtempSync(join("/dev/shm", `ipamkit-sim-${kind}-`));
+  const backends = await startBackends(kind, dir);
   const nodes: SimNode[] = Array.from({ length: nodeCount }, (_, i) => ({
     name: `node-${i}`,
     socket: join(dir, "run", `node-${i}.sock`),
     agent: undefined,
   }));
-  /** Each live agent's last-read conflict counter; a killed agent's last count moves to `retired`. */
-  const lastCount = new Map<string, number>();
-  let retired = 0;
-  let retiredCpu = 0;
   const spawner = options.spawner ?? nodeSpawner;
   const perProcess = options.agentsPerProcess ?? DEFAULT_AGENTS_PER_PROCESS;
   if (!Number.isInteger(perProcess) || perProcess < 1) throw new Error(`agentsPerProcess: a positive integer, not ${perProcess}`);
-  const groupOf = (node: SimNode) => Math.floor(nodes.indexOf(node) / perProcess);
-  const membersOf = (group: number) => nodes.slice(group * perProcess, (group + 1) * perProcess);
-  /** Each group's agent process, once started (or while it starts). */
-  const hosts = new Map<number, Promise<ChildProcess>>();
-  /** Starts the agent process of a group of nodes and waits until every one of their sockets answers. */
-  async function startHost(group: number): Promise<ChildProcess> {
-    const members = membersOf(group);
-    const [command, args] = hostCommand(members, kind, perProcess);
-    const child = spawn(command, args, {
-      stdio: ["ignore", process.env.SIM_AGENT_LOG ? "inherit" : "ignore", "inherit"],
-      // SIM_AGENT_NODE_OPTIONS: Node options for the agents only (e.g. --require a profiling preload)
-      env: {
-        PATH: process.env.PATH ?? "",
-        ...(process.env.SIM_AGENT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SIM_AGENT_NODE_OPTIONS } : {}),
-      },
-    });
-    for (const member of members) member.agent = child;
-    const deadline = Date.now() + 20_000;
-    for (const member of members) {
-      for (;;) {
-        try {
-          await agentStats(member.socket, 1000);
-          break;
-        } catch {
-          const exited = child.exitCode !== null || child.signalCode !== null;
-          if (Date.now() > deadline || exited) throw new Error(`agent of ${member.name} did not start`);
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      }
-    }
-    return child;
-  }
-  function startAgent(node: SimNode): Promise<void> {
-    const group = groupOf(node);
-    let host = hosts.get(group);
-    if (host === undefined) {
-      host = startHost(group);
-      hosts.set(group, host);
-      const started = host;
-      // a failed start is forgotten (unless a kill and a new start replaced it meanwhile)
-      host.catch(() => hosts.get(group) === started && hosts.delete(group));
-    }
-    return host.then(() => undefined);
-  }
-  return {
-    kind,
-    dir,
-    get server() {
-      return server;
-    },
-    ...(apiserver === undefined ? {} : { apiserver }),
-    async restartApiServer() {
-      if (apiserver !== undefined) throw new Error("restartApiServer: only the in-process stand-in loses its state on purpose");
-      const port = Number(new URL(server.url).port);
-      await server.close();
-      server = await startKubeTestServer({ port, historyEvents: 100_000 });
-    },
-    kubeConfig,
-    kubeconfigPath,
-    core: kubeConfig.makeApiClient(CoreV1Api),
-    ...(etcd === undefined ? {} : { etcd }),
-    nodes,
-    spawner,
-    ipam(node) {
-      const store =
-        kind === "etcd"
-          ? { datastore: "etcd", etcd_host: etcd?.endpoint }
-          : kind === "kubernetes" || kind === "kube-apiserver"
-            ? { datastore: "kubernetes", kubernetes: { kubeconfig: kubeconfigPath } }
-            : { datastore: "file", data_dir: join(dir, "store") };
-      const blocks = options.nodeBlockSize === undefined ? {} : { node_block_size: options.nodeBlockSize };
-      return { ...store, ...blocks, configuration_path: dir, agent_socket: node.socket, agent_required: true };
-    },
-    startAgent,
-    async startAgents(processes) {
-      const groups = [...new Set(nodes.map(groupOf))];
-      await limited(
-        processes,
-        groups.map((group) => () => startAgent(membersOf(group)[0] as SimNode)),
-      );
-    },
-    killAgent(node) {
-      const members = membersOf(groupOf(node));
-      for (const member of members) {
-        retired += lastCount.get(member.name) ?? 0;
-        lastCount.delete(member.name);
-      }
-      const child = node.agent;
-      if (child?.pid !== undefined) retiredCpu += processCpu(child.pid)?.own ?? 0;
-      child?.kill("SIGKILL");
-      for (const member of members) member.agent = undefined;
-      hosts.delete(groupOf(node));
-    },
-    agentPids: () => [...new Set(nodes.flatMap((node) => (node.agent?.pid === undefined ? [] : [node.agent.pid])))],
-    retiredAgentCpu: () => retiredCpu,
-    storePid: () => etcd?.pid,
-    helperPids: () => spawner.helperPids(),
-    async conflicts() {
-      let total = retired;
-      for (const node of nodes) {
-        if (node.agent === undefined) continue;
-        const stats = await agentStats(node.socket).catch(() => ({ conflicts: 0 }));
-        const now = Number(stats.conflicts ?? 0);
-        total += now;
-        lastCount.set(node.name, now);
-      }
-      return total;
-    },
-    async close() {
-      for (const child of new Set(nodes.map((node) => node.agent))) child?.kill("SIGTERM");
-      await new Promise((r) => setTimeout(r, 300));
-      await etcd?.stop();
-      await server.close();
-      await apiserver?.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return clusterOf(backends, agentHosts(kind, nodes, perProcess), spawner, options);
 }
 
 /** An ipamkit store on the cluster's backend (for the reconciler and the clean-read checks). */
