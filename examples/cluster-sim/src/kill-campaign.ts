@@ -1,11 +1,11 @@
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import type { IpamStore } from "@ipamkit/core";
 import { reconcileOnce } from "@ipamkit/reconciler";
 import { createKubernetesPodSource } from "@ipamkit/storage-kubernetes";
 import { type Held, readEtcd, readFileStore, readIpPools } from "./audit.js";
 import { type Cluster, POOL_NAMESPACE } from "./cluster.js";
-import { limited, PLUGIN, quantile } from "./cni.js";
+import { limited } from "./cni.js";
+import { type Attachment, addressesOf, KillWindow, NS, run } from "./kill-process.js";
 
 /**
  * The SIGKILL campaign (RELIABILITY.md): CNI processes in direct mode (the process itself does the
@@ -42,75 +42,11 @@ export interface KillCampaignResult {
   released: number;
 }
 
-const NS = "kill";
 const NETWORK = "net-1";
 /** CNI processes at once. */
 const CONCURRENCY = 4;
 /** Addresses per attachment: one from each of the config's two overlapping ranges. */
 const ADDRESSES = 2;
-
-interface Attachment {
-  id: number;
-  uid: string;
-  /** Addresses of its acknowledged ADD. */
-  ips?: string[];
-  state: "live" | "dead" | "pending";
-  /** The command a SIGKILL cut short. */
-  killedIn?: "ADD" | "DEL";
-}
-
-/**
- * Kill moments relative to the median of recent uncut calls of that command under the campaign's
- * own concurrency (a window measured once, alone, is too short once 4 processes share 2 cores: every
- * kill then lands before the store is touched). Half are drawn from the whole call (0–1.3 × median);
- * half from its end (0.6–1.1 ×), where a process does its store work after Node's start-up.
- */
-class KillWindow {
-  private readonly recent: Record<"ADD" | "DEL", number[]> = { ADD: [], DEL: [] };
-  record(command: "ADD" | "DEL", ms: number): void {
-    const xs = this.recent[command];
-    xs.push(ms);
-    if (xs.length > 16) xs.shift();
-  }
-  draw(command: "ADD" | "DEL", random: () => number): number {
-    // the calibration ADDs come first, so there is always a sample
-    const median = quantile(this.recent[command].length > 0 ? this.recent[command] : this.recent.ADD, 0.5);
-    return random() < 0.5 ? random() * 1.3 * median : (0.6 + random() * 0.5) * median;
-  }
-}
-
-function env(command: string, a: Attachment): Record<string, string> {
-  return {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    CNI_COMMAND: command,
-    CNI_CONTAINERID: `kc-${a.id}`,
-    CNI_IFNAME: "net1",
-    CNI_NETNS: `/var/run/netns/kc-${a.id}`,
-    CNI_PATH: "/opt/cni/bin",
-    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NS};K8S_POD_NAME=kp-${a.id};K8S_POD_UID=${a.uid}`,
-  };
-}
-
-/** Runs the binary; kills it after `killAfterMs` unless it finished. */
-function run(command: string, a: Attachment, conf: string, killAfterMs: number | undefined) {
-  return new Promise<{ killed: boolean; code: number | null; out: string; ms: number }>((resolve) => {
-    const started = performance.now();
-    const child = spawn(PLUGIN, [], { env: env(command, a), stdio: ["pipe", "pipe", "ignore"] });
-    let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    const timer = killAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), killAfterMs);
-    // "close", not "exit": a process's exit can be seen before the last bytes of its stdout (a CI run
-    // under load read an uncut ADD's answer as empty); the binary execs Node in place, so a killed
-    // call leaves no process holding the pipe open
-    child.on("close", (code, signal) => {
-      if (timer !== undefined) clearTimeout(timer);
-      resolve({ killed: signal === "SIGKILL", code, out, ms: performance.now() - started });
-    });
-    child.stdin.on("error", () => undefined);
-    child.stdin.end(conf);
-  });
-}
-
 export interface KillCampaignOptions {
   /** SIGKILLs to aim for (some processes finish before their kill). */
   kills: number;
@@ -119,91 +55,108 @@ export interface KillCampaignOptions {
   random?: () => number;
 }
 
-export async function runKillCampaign(cluster: Cluster, options: KillCampaignOptions): Promise<KillCampaignResult> {
-  const random = options.random ?? Math.random;
+/** One campaign's state: its cluster, the network it attaches to, every attachment so far, the kills. */
+interface Campaign {
+  cluster: Cluster;
+  /** The network configuration every call gets (the store's keys, no agent). */
+  conf: string;
+  attachments: Attachment[];
+  window: KillWindow;
+  random: () => number;
+  kills: { killed: number; killedAdds: number; killedDels: number };
+}
+
+/** The campaign's network: two overlapping ranges, the cluster's store keys, direct mode (no agent). */
+function campaignConf(cluster: Cluster): string {
   const {
     agent_socket: _socket,
     agent_required: _required,
     ...storeKeys
   } = cluster.ipam(cluster.nodes[0] ?? { name: "n", socket: "", agent: undefined });
-  const conf = JSON.stringify({
+  return JSON.stringify({
     cniVersion: "1.1.0",
     name: "kill-net",
     type: "macvlan",
     ipam: { type: "ipamkit", range: "10.90.0.0/23", ipRanges: [{ range: "10.90.1.0/24" }], network_name: NETWORK, ...storeKeys },
   });
-  const attachments: Attachment[] = [];
-  // Every attachment's pod is an object in the API server before its ADD (its UID goes into
-  // CNI_ARGS, as kubelet passes it); a dead attachment's pod is deleted, a live one's is Running.
-  const fresh = async (): Promise<Attachment> => {
-    const a: Attachment = { id: attachments.length, uid: "", state: "pending" };
-    attachments.push(a);
-    const pod = await cluster.core.createNamespacedPod({
-      namespace: NS,
-      body: {
-        metadata: { name: `kp-${a.id}` },
-        spec: { nodeName: "node-0", containers: [{ name: "app", image: "registry.example/app:1" }] },
-      },
-    });
-    a.uid = pod.metadata?.uid ?? "";
-    return a;
-  };
-  const bury = (a: Attachment) => cluster.core.deleteNamespacedPod({ namespace: NS, name: `kp-${a.id}`, gracePeriodSeconds: 0 });
-  await cluster.core.createNamespace({ body: { metadata: { name: NS } } }).catch(() => undefined);
-  const addLive = async (): Promise<number> => {
-    const a = await fresh();
-    const r = await run("ADD", a, conf, undefined);
-    if (r.code !== 0) throw new Error(`ADD kc-${a.id} failed: ${r.out}`);
-    a.ips = (JSON.parse(r.out) as { ips: { address: string }[] }).ips.map((ip) => ip.address.split("/")[0] ?? "");
-    a.state = "live";
-    return r.ms;
-  };
-  // The kill window starts from uncut ADDs at the campaign's concurrency, then follows the load.
-  const window = new KillWindow();
-  const calibration = await limited(
-    CONCURRENCY,
-    Array.from({ length: CONCURRENCY }, () => addLive),
-  );
-  for (const ms of calibration) window.record("ADD", ms);
-  const result = { killed: 0, killedAdds: 0, killedDels: 0 };
-  const ops = Array.from({ length: options.kills * 2 }, (_, i) => async () => {
-    if (i % 2 === 0) {
-      const a = await fresh();
-      const r = await run("ADD", a, conf, window.draw("ADD", random));
-      if (r.killed) {
-        a.state = "dead";
-        a.killedIn = "ADD";
-        await bury(a);
-        result.killed++;
-        result.killedAdds++;
-      } else if (r.code === 0) {
-        window.record("ADD", r.ms);
-        a.ips = (JSON.parse(r.out) as { ips: { address: string }[] }).ips.map((ip) => ip.address.split("/")[0] ?? "");
-        a.state = "live";
-      } else throw new Error(`ADD kc-${a.id} answered ${r.out}`);
-      return;
-    }
-    const victim = attachments.find((a) => a.state === "live" && a.id >= CONCURRENCY && random() < 0.5);
-    if (victim === undefined) {
-      window.record("ADD", await addLive());
-      return;
-    }
-    victim.state = "dead"; // its pod is going away, whatever the DEL manages
-    await bury(victim);
-    const r = await run("DEL", victim, conf, window.draw("DEL", random));
-    if (r.killed) {
-      victim.killedIn = "DEL";
-      result.killed++;
-      result.killedDels++;
-    } else if (r.code === 0) window.record("DEL", r.ms);
-    else throw new Error(`DEL kc-${victim.id} answered ${r.out}`);
-  });
-  await limited(CONCURRENCY, ops);
+}
 
-  const held = await readHeld(cluster);
-  const byId = new Map(attachments.map((a) => [`kc-${a.id}`, a]));
+// Every attachment's pod is an object in the API server before its ADD (its UID goes into
+// CNI_ARGS, as kubelet passes it); a dead attachment's pod is deleted, a live one's is Running.
+async function fresh(c: Campaign): Promise<Attachment> {
+  const a: Attachment = { id: c.attachments.length, uid: "", state: "pending" };
+  c.attachments.push(a);
+  const pod = await c.cluster.core.createNamespacedPod({
+    namespace: NS,
+    body: {
+      metadata: { name: `kp-${a.id}` },
+      spec: { nodeName: "node-0", containers: [{ name: "app", image: "registry.example/app:1" }] },
+    },
+  });
+  a.uid = pod.metadata?.uid ?? "";
+  return a;
+}
+
+const bury = (c: Campaign, a: Attachment) =>
+  c.cluster.core.deleteNamespacedPod({ namespace: NS, name: `kp-${a.id}`, gracePeriodSeconds: 0 });
+
+/** An uncut ADD of a new attachment; its milliseconds. */
+async function addLive(c: Campaign): Promise<number> {
+  const a = await fresh(c);
+  const r = await run("ADD", a, c.conf, undefined);
+  if (r.code !== 0) throw new Error(`ADD kc-${a.id} failed: ${r.out}`);
+  a.ips = addressesOf(r.out);
+  a.state = "live";
+  return r.ms;
+}
+
+/** An ADD of a new attachment, killed at a moment drawn from the window unless it finishes first. */
+async function killAdd(c: Campaign): Promise<void> {
+  const a = await fresh(c);
+  const r = await run("ADD", a, c.conf, c.window.draw("ADD", c.random));
+  if (r.killed) {
+    a.state = "dead";
+    a.killedIn = "ADD";
+    await bury(c, a);
+    c.kills.killed++;
+    c.kills.killedAdds++;
+  } else if (r.code === 0) {
+    c.window.record("ADD", r.ms);
+    a.ips = addressesOf(r.out);
+    a.state = "live";
+  } else throw new Error(`ADD kc-${a.id} answered ${r.out}`);
+}
+
+/** A live attachment's pod goes away and its DEL is killed likewise; with no victim drawn, an uncut ADD instead. */
+async function killDel(c: Campaign): Promise<void> {
+  const victim = c.attachments.find((a) => a.state === "live" && a.id >= CONCURRENCY && c.random() < 0.5);
+  if (victim === undefined) {
+    c.window.record("ADD", await addLive(c));
+    return;
+  }
+  victim.state = "dead"; // its pod is going away, whatever the DEL manages
+  await bury(c, victim);
+  const r = await run("DEL", victim, c.conf, c.window.draw("DEL", c.random));
+  if (r.killed) {
+    victim.killedIn = "DEL";
+    c.kills.killed++;
+    c.kills.killedDels++;
+  } else if (r.code === 0) c.window.record("DEL", r.ms);
+  else throw new Error(`DEL kc-${victim.id} answered ${r.out}`);
+}
+
+/** The store after the kills, against what the campaign knows of every attachment. */
+interface Inspection extends Pick<KillCampaignResult, "lost" | "deadHeldBefore" | "addKills" | "delKills" | "heldTwice"> {
+  live: Attachment[];
+  /** Reservations held for dead attachments in a later read of the store. */
+  deadHeld(now: Held[]): number;
+}
+
+/** What the store holds after the kills, against what the campaign knows of every attachment. */
+function inspect(c: Campaign, held: Held[]): Inspection {
+  const byId = new Map(c.attachments.map((a) => [`kc-${a.id}`, a]));
   const addresses = held.map((h) => h.address);
-  const live = attachments.filter((a) => a.state === "live");
+  const live = c.attachments.filter((a) => a.state === "live");
   const liveHeld = new Set(held.filter((h) => byId.get(h.containerId)?.state === "live").map((h) => `${h.containerId}|${h.address}`));
   const lost = live.reduce((n, a) => n + (a.ips ?? []).filter((ip) => !liveHeld.has(`kc-${a.id}|${ip}`)).length, 0);
   const deadHeldBefore = held.filter((h) => byId.get(h.containerId)?.state !== "live").length;
@@ -211,46 +164,71 @@ export async function runKillCampaign(cluster: Cluster, options: KillCampaignOpt
   for (const h of held) heldBy.set(h.containerId, (heldBy.get(h.containerId) ?? 0) + 1);
   const addKills = { untouched: 0, partial: 0, written: 0 };
   const delKills = { untouched: 0, partial: 0, released: 0 };
-  for (const a of attachments) {
+  for (const a of c.attachments) {
     const n = heldBy.get(`kc-${a.id}`) ?? 0;
     if (a.killedIn === "ADD") addKills[n === 0 ? "untouched" : n < ADDRESSES ? "partial" : "written"]++;
     if (a.killedIn === "DEL") delKills[n === ADDRESSES ? "untouched" : n > 0 ? "partial" : "released"]++;
   }
-  let unreadable = 0;
-  for (const ref of await options.store.listPools()) await options.store.readPool(ref).catch(() => unreadable++);
+  const deadHeld = (now: Held[]) => now.filter((h) => byId.get(h.containerId)?.state !== "live").length;
+  return { live, lost, deadHeldBefore, addKills, delKills, heldTwice: addresses.length - new Set(addresses).size, deadHeld };
+}
 
-  // Cleanup: the live attachments' pods exist; the dead ones' do not.
-  let released: number;
-  let cleanup: KillCampaignResult["cleanup"];
+/** Frees the dead attachments' reservations (the live attachments' pods exist; the dead ones' do not); how many. */
+async function cleanUp(c: Campaign, store: IpamStore, found: Inspection): Promise<Pick<KillCampaignResult, "cleanup" | "released">> {
+  const { cluster } = c;
   if (cluster.kind === "file") {
-    cleanup = "gc";
-    const gcConf = JSON.parse(conf) as Record<string, unknown>;
-    gcConf["cni.dev/valid-attachments"] = live.map((a) => ({ containerID: `kc-${a.id}`, ifname: "net1" }));
+    const gcConf = JSON.parse(c.conf) as Record<string, unknown>;
+    gcConf["cni.dev/valid-attachments"] = found.live.map((a) => ({ containerID: `kc-${a.id}`, ifname: "net1" }));
     const gc = await run("GC", { id: -1, uid: "", state: "pending" }, JSON.stringify(gcConf), undefined);
     if (gc.code !== 0) throw new Error(`GC answered ${gc.out}`);
-    released = deadHeldBefore - (await readHeld(cluster)).filter((h) => byId.get(h.containerId)?.state !== "live").length;
-  } else {
-    cleanup = "reconciler";
-    for (const a of live) {
-      const pod = await cluster.core.readNamespacedPod({ namespace: NS, name: `kp-${a.id}` });
-      await cluster.core.replaceNamespacedPodStatus({ namespace: NS, name: `kp-${a.id}`, body: { ...pod, status: { phase: "Running" } } });
-    }
-    const pods = createKubernetesPodSource({ kubeConfig: cluster.kubeConfig });
-    const report = await reconcileOnce({ store: options.store, pods, graceMs: 0 });
-    pods.close();
-    if (report.failed.length > 0) throw new Error(`reconcile failed: ${report.failed.map((f) => f.error.message).join("; ")}`);
-    released = report.released.length;
+    return { cleanup: "gc", released: found.deadHeldBefore - found.deadHeld(await readHeld(cluster)) };
   }
+  for (const a of found.live) {
+    const pod = await cluster.core.readNamespacedPod({ namespace: NS, name: `kp-${a.id}` });
+    await cluster.core.replaceNamespacedPodStatus({ namespace: NS, name: `kp-${a.id}`, body: { ...pod, status: { phase: "Running" } } });
+  }
+  const pods = createKubernetesPodSource({ kubeConfig: cluster.kubeConfig });
+  const report = await reconcileOnce({ store, pods, graceMs: 0 });
+  pods.close();
+  if (report.failed.length > 0) throw new Error(`reconcile failed: ${report.failed.map((f) => f.error.message).join("; ")}`);
+  return { cleanup: "reconciler", released: report.released.length };
+}
+
+export async function runKillCampaign(cluster: Cluster, options: KillCampaignOptions): Promise<KillCampaignResult> {
+  const c: Campaign = {
+    cluster,
+    conf: campaignConf(cluster),
+    attachments: [],
+    window: new KillWindow(),
+    random: options.random ?? Math.random,
+    kills: { killed: 0, killedAdds: 0, killedDels: 0 },
+  };
+  await cluster.core.createNamespace({ body: { metadata: { name: NS } } }).catch(() => undefined);
+  // The kill window starts from uncut ADDs at the campaign's concurrency, then follows the load.
+  const calibration = await limited(
+    CONCURRENCY,
+    Array.from({ length: CONCURRENCY }, () => () => addLive(c)),
+  );
+  for (const ms of calibration) c.window.record("ADD", ms);
+  await limited(
+    CONCURRENCY,
+    Array.from({ length: options.kills * 2 }, (_, i) => () => (i % 2 === 0 ? killAdd(c) : killDel(c))),
+  );
+
+  const found = inspect(c, await readHeld(cluster));
+  let unreadable = 0;
+  for (const ref of await options.store.listPools()) await options.store.readPool(ref).catch(() => unreadable++);
+  const { cleanup, released } = await cleanUp(c, options.store, found);
   const after = await readHeld(cluster);
   return {
-    ...result,
-    addKills,
-    delKills,
-    live: live.length,
-    deadHeldBefore,
-    deadHeldAfter: after.filter((h) => byId.get(h.containerId)?.state !== "live").length,
-    heldTwice: addresses.length - new Set(addresses).size,
-    lost,
+    ...c.kills,
+    addKills: found.addKills,
+    delKills: found.delKills,
+    live: found.live.length,
+    deadHeldBefore: found.deadHeldBefore,
+    deadHeldAfter: found.deadHeld(after),
+    heldTwice: found.heldTwice,
+    lost: found.lost,
     unreadable,
     cleanup,
     released,
