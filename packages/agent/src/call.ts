@@ -61,7 +61,7 @@ export async function runCall(ctx: CallContext, env: Record<string, string>, std
     hostname: () => options.nodeName ?? hostname(),
     ...(options.openExclusive === undefined ? {} : { openExclusive: exclusiveUntil(options.openExclusive, deadline) }),
     openStore: (config) => openQueued(ctx, config, deadline),
-    poolCache: (config) => ctx.stores.poolCacheOf(config),
+    cache: (config) => ctx.stores.cacheOf(config),
   });
   if (exitCode === 0 && env.CNI_COMMAND === "ADD" && pastDeadline(deadline, UNDO_MARGIN_MS)) {
     // finished too late for the caller to hear it: the runtime was told it failed, so release it again

@@ -1,15 +1,6 @@
 import { statSync } from "node:fs";
 import type { IpamConfig } from "@ipamkit/cni";
-import {
-  type AffinityMemory,
-  createAffinityMemory,
-  delegatingStore,
-  type IpamStore,
-  PoolCache,
-  StoreConflictError,
-  withAffinityCache,
-  withOwnClaimMemory,
-} from "@ipamkit/core";
+import { delegatingStore, IpamCache, type IpamStore, StoreConflictError } from "@ipamkit/core";
 
 /** The backend a config's store talks to: the same across a kubeconfig's rewrites. Reads no file. */
 function storeFamily(config: IpamConfig): string {
@@ -42,8 +33,8 @@ export function storeIdentity(config: IpamConfig): string {
 
 interface Entry {
   store: Promise<IpamStore>;
-  /** The pools this process last saw through the store, given to the allocator (per-node blocks recall them). */
-  pools: PoolCache;
+  /** What this process remembers of the store (claims and pools), given to the allocator of each call. */
+  cache: IpamCache;
   users: number;
   retired: boolean;
   family: string;
@@ -60,8 +51,8 @@ export class StoreCache {
   /** Compare-and-swap conflicts seen by borrowed stores (with the queue, they come from other nodes). */
   conflicts = 0;
 
-  /** One affinity memory per store family, shared by the clients a rewritten kubeconfig replaces. */
-  private readonly memories = new Map<string, AffinityMemory>();
+  /** Each store family's latest cache: its successor shares its affinity claims (a rewritten kubeconfig's new client). */
+  private readonly latest = new Map<string, IpamCache>();
 
   constructor(private readonly open: (config: IpamConfig) => Promise<IpamStore>) {}
 
@@ -81,15 +72,13 @@ export class StoreCache {
       // address claims it wrote (a DEL deletes its claim without reading it), and each pool as it
       // last saw it (per-node blocks write their only block at that version without reading it
       // first: the compare-and-swap checks it). It assumes no other writer is absent — direct mode,
-      // Whereabouts, the reconciler may write at any time. Core's withAffinityCache,
-      // withOwnClaimMemory, PoolCache: see their docs and core's DESIGN.md for why each is safe.
-      let memory = this.memories.get(family);
-      if (memory === undefined) {
-        memory = createAffinityMemory();
-        this.memories.set(family, memory);
-      }
-      const opened = this.open(config).then((store) => withOwnClaimMemory(withAffinityCache(store, { memory })));
-      entry = { store: opened, pools: new PoolCache(), users: 0, retired: false, family };
+      // Whereabouts, the reconciler may write at any time. One core IpamCache per opened store holds
+      // all three, the allocator applies it: see its docs and core's DESIGN.md for why each is safe.
+      // The affinity claims are shared along the family (one memory per backend, as before).
+      const previous = this.latest.get(family);
+      const cache = new IpamCache(previous === undefined ? {} : { affinityFrom: previous });
+      this.latest.set(family, cache);
+      entry = { store: this.open(config), cache, users: 0, retired: false, family };
       this.entries.set(identity, entry);
       // a failed open is not cached: the next call tries again
       entry.store.catch(() => this.entries.get(identity) === entry && this.entries.delete(identity));
@@ -116,9 +105,9 @@ export class StoreCache {
     });
   }
 
-  /** The pool cache of the store a config's calls borrow, if it is open. */
-  poolCacheOf(config: IpamConfig): PoolCache | undefined {
-    return this.entries.get(storeIdentity(config))?.pools;
+  /** The cache of the store a config's calls borrow, if it is open: the allocator is given it. */
+  cacheOf(config: IpamConfig): IpamCache | undefined {
+    return this.entries.get(storeIdentity(config))?.cache;
   }
 
   async closeAll(): Promise<void> {

@@ -7,10 +7,10 @@ import {
   findFree,
   formatIp,
   formatKey,
+  type IpamCache,
   type IpamStore,
   ipAt,
   keepExpired,
-  type PoolCache,
   type Range,
 } from "@ipamkit/core";
 import { CNI_CODES, CniError } from "./errors.js";
@@ -21,8 +21,11 @@ export interface CommandContext {
   config: IpamConfig;
   ranges: readonly Range[];
   store: IpamStore;
-  /** What this process remembers of the store's pools (the agent): per-node blocks recall from it. */
-  cache?: PoolCache;
+  /**
+   * What this process remembers of the store (the agent: claims and pools, kept across calls),
+   * given to every allocator this call builds over `store`.
+   */
+  cache?: IpamCache;
   /** Present for ADD, DEL, CHECK. */
   key?: AttachmentKey;
   args: CniArgs;
@@ -43,9 +46,14 @@ export interface CommandContext {
  */
 export const CNI_RETRY = { attempts: 100_000, deadlineMs: 100_000, baseDelayMs: 2, maxDelayMs: 200 } as const;
 
+/** The store and the process's cache, as every allocator of this call is given them. */
+function storeOf(ctx: CommandContext): { store: IpamStore; cache?: IpamCache } {
+  return ctx.cache === undefined ? { store: ctx.store } : { store: ctx.store, cache: ctx.cache };
+}
+
 function ipamFor(ctx: CommandContext, exclusive?: Exclusive) {
   const options = {
-    store: ctx.store,
+    ...storeOf(ctx),
     overlappingRanges: ctx.config.overlappingRanges,
     policy: ctx.config.policy,
     retry: { ...CNI_RETRY },
@@ -53,12 +61,7 @@ function ipamFor(ctx: CommandContext, exclusive?: Exclusive) {
   };
   const blocks = ctx.config.nodeBlocks;
   if (blocks === undefined) return createIpam(options);
-  return createNodeBlockIpam({
-    ...options,
-    ...(ctx.cache === undefined ? {} : { cache: ctx.cache }),
-    node: nodeOf(ctx),
-    blockSize: blocks.size,
-  });
+  return createNodeBlockIpam({ ...options, node: nodeOf(ctx), blockSize: blocks.size });
 }
 
 function nodeOf(ctx: CommandContext): string {
@@ -73,7 +76,7 @@ function nodeOf(ctx: CommandContext): string {
 async function poolsOf(ctx: CommandContext, range: Range): Promise<{ ref: { network: string; cidr: string }; range: Range }[]> {
   const network = ctx.config.networkName;
   if (ctx.config.nodeBlocks === undefined) return [{ ref: { network, cidr: range.cidr.text }, range }];
-  const blocks = createNodeBlockIpam({ store: ctx.store, node: nodeOf(ctx), blockSize: ctx.config.nodeBlocks.size });
+  const blocks = createNodeBlockIpam({ ...storeOf(ctx), node: nodeOf(ctx), blockSize: ctx.config.nodeBlocks.size });
   return (await blocks.blockPools(network, range)).map(({ ref, block }) => ({ ref, range: block }));
 }
 
@@ -167,7 +170,7 @@ export async function gc(ctx: CommandContext): Promise<void> {
   // container keeps it (core's DESIGN.md, "Legacy entries").
   const validContainers = new Set(attachments.map((a) => a.containerID));
   const kept = (key: AttachmentKey) => valid.has(formatKey(key)) || (key.ifName === "" && validContainers.has(key.containerId));
-  const ipam = createIpam({ store: ctx.store, overlappingRanges: ctx.config.overlappingRanges, retry: { ...CNI_RETRY } });
+  const ipam = createIpam({ ...storeOf(ctx), overlappingRanges: ctx.config.overlappingRanges, retry: { ...CNI_RETRY } });
   const failures: string[] = [];
   // a corrupt pool is not cured by trying again: then the answer is 102, not 11
   let corrupt = false;
@@ -227,7 +230,7 @@ export async function status(ctx: CommandContext): Promise<void> {
 async function hasRoom(ctx: CommandContext, range: Range): Promise<boolean> {
   const blocks = ctx.config.nodeBlocks;
   if (blocks !== undefined) {
-    return createNodeBlockIpam({ store: ctx.store, node: nodeOf(ctx), blockSize: blocks.size }).hasRoom(ctx.config.networkName, range);
+    return createNodeBlockIpam({ ...storeOf(ctx), node: nodeOf(ctx), blockSize: blocks.size }).hasRoom(ctx.config.networkName, range);
   }
   const stored = await ctx.store.readPool({ network: ctx.config.networkName, cidr: range.cidr.text });
   return stored === undefined || findFree(stored.pool, range, range.first, range.last) !== undefined;

@@ -1,4 +1,4 @@
-import { attachmentKey, type Exclusive, type IpamStore, type PoolCache } from "@ipamkit/core";
+import { attachmentKey, type Exclusive, type IpamCache, type IpamStore } from "@ipamkit/core";
 import { add, type CommandContext, check, del, gc, status } from "./commands.js";
 import { type ConfigCache, prepareConfig } from "./config-cache.js";
 import { checkEnv, parseCniArgs, readEnv } from "./env.js";
@@ -19,8 +19,8 @@ export interface DispatcherOptions {
   hostname?: () => string;
   /** Opens the store the config selects (the edge loads only that one backend). */
   openStore: (config: IpamConfig) => Promise<IpamStore>;
-  /** What a long-lived process remembers of the pools of a config's store (the agent), given to the allocator. */
-  poolCache?: (config: IpamConfig) => PoolCache | undefined;
+  /** What a long-lived process remembers of a config's store (the agent: claims and pools), given to the allocator. */
+  cache?: (config: IpamConfig) => IpamCache | undefined;
   /**
    * The lock an ADD holds when the config sets `whereabouts_lease` (the Kubernetes store's
    * `whereaboutsLease`); `identity` names this call's holder (podNamespace/podName when known).
@@ -100,7 +100,7 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
     const node = config.nodeBlocks === undefined ? undefined : (config.nodeBlocks.node ?? options.hostname?.());
     const args = parseCniArgs(options.env.CNI_ARGS);
     const store = await options.openStore(config);
-    const cache = options.poolCache?.(config);
+    const cache = options.cache?.(config);
     try {
       const ctx: CommandContext = {
         config,

@@ -1,15 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { withAffinityCache } from "./affinity-cache.js";
 import { createNodeBlockIpam } from "./block-ipam.js";
 import { delegatingStore } from "./complete-store.js";
 import { InvalidRequestError, RangeExhaustedError } from "./errors.js";
 import { cidrContains, formatIp, parseCidr } from "./ip.js";
+import { IpamCache } from "./ipam-cache.js";
 import { attachmentKey, formatKey } from "./key.js";
 import { createMemoryStore, type MemoryStoreOptions } from "./memory-store.js";
 import { affinityClaimRef, blockLayout, blockRange } from "./node-blocks.js";
-import { withOwnClaimMemory } from "./own-claims.js";
-import { PoolCache } from "./pool-cache.js";
 import { parseRange, type Range } from "./range.js";
 import type { IpamStore } from "./store.js";
 
@@ -154,7 +152,7 @@ describe("per-node blocks", () => {
 
   it("with pool recall, ADD and DEL in the node's only block read no pool; a lookup and an idempotent ADD still read", async () => {
     const { store, reads } = countingStore();
-    const a = createNodeBlockIpam({ store, cache: new PoolCache(), node: "node-a", blockSize: 16 });
+    const a = createNodeBlockIpam({ store, cache: new IpamCache(), node: "node-a", blockSize: 16 });
     // the ADD that claims the block reads it once (nothing recalled yet); the next ones read nothing
     const [first] = await a.allocate({ ranges: [range], key: key("c0") });
     const block = first?.pool.cidr;
@@ -178,7 +176,7 @@ describe("per-node blocks", () => {
 
   it("a stale recalled pool costs a conflict and a fresh read: no address held twice, no release missed, no released address handed back", async () => {
     const { inner, store } = countingStore();
-    const a = createNodeBlockIpam({ store, cache: new PoolCache(), node: "node-a", blockSize: 16 });
+    const a = createNodeBlockIpam({ store, cache: new IpamCache(), node: "node-a", blockSize: 16 });
     // another process of the same node (the binary while the agent restarts), and the reconciler
     const other = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
     const [c0] = await a.allocate({ ranges: [range], key: key("c0") });
@@ -201,7 +199,7 @@ describe("per-node blocks", () => {
 
   it("with pool recall and two blocks, a DEL of a key held in either, as last seen, reads no pool; a stale one costs a conflict and a fresh read", async () => {
     const { inner, store, reads } = countingStore();
-    const a = createNodeBlockIpam({ store, cache: new PoolCache(), node: "node-a", blockSize: 16 });
+    const a = createNodeBlockIpam({ store, cache: new IpamCache(), node: "node-a", blockSize: 16 });
     const reconciler = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
     for (let i = 0; i < 20; i++) await a.allocate({ ranges: [range], key: key(`c${i}`) });
     const poolOf = async (id: string) => (await holdings(inner)).find((h) => h.key === `${id}/net1`)?.pool;
@@ -223,7 +221,7 @@ describe("per-node blocks", () => {
 
   it("with pool recall and two blocks, whole-pool writes: an ADD reads no pool (the full block touched at its recalled version); a key placed behind the recall in either is found, not given a second address", async () => {
     const { inner, store, reads } = countingStore();
-    const a = createNodeBlockIpam({ store, cache: new PoolCache(), node: "node-a", blockSize: 16 });
+    const a = createNodeBlockIpam({ store, cache: new IpamCache(), node: "node-a", blockSize: 16 });
     // another process of the same node (the binary while the agent restarts)
     const other = createNodeBlockIpam({ store: inner, node: "node-a", blockSize: 16 });
     const poolOf = async (id: string) => (await holdings(inner)).find((h) => h.key === `${id}/net1`)?.pool;
@@ -335,12 +333,9 @@ describe("per-node blocks", () => {
     expect(cidrContains(range.cidr, { family: 4, value: parseCidr(pools[0]?.ref.cidr ?? "").network })).toBe(true);
   });
 
-  /** How a node's process wraps the store: not at all, or as the agent (claims, own claims and pools remembered). */
+  /** How a node's process remembers: not at all, or as the agent (an IpamCache of its own: claims, own claims and pools). */
   type NodeProcess = "plain" | "agent";
-  const asProcess = (kind: NodeProcess, store: IpamStore): IpamStore =>
-    kind === "plain" ? store : withOwnClaimMemory(withAffinityCache(store));
-  /** The agent recalls its pools too: a PoolCache of its own. */
-  const cacheOf = (kind: NodeProcess): { cache?: PoolCache } => (kind === "plain" ? {} : { cache: new PoolCache() });
+  const cacheOf = (kind: NodeProcess): { cache?: IpamCache } => (kind === "plain" ? {} : { cache: new IpamCache() });
 
   it.each<[string, NodeProcess, MemoryStoreOptions]>([
     ["", "plain", {}],
@@ -371,7 +366,7 @@ describe("per-node blocks", () => {
             });
             const nodes = [0, 1, 2, 3].map((n) =>
               createNodeBlockIpam({
-                store: asProcess(kind, scheduled),
+                store: scheduled,
                 ...cacheOf(kind),
                 node: `n${n}`,
                 blockSize: 4,

@@ -4,11 +4,11 @@ import { readNodeView } from "./block-view.js";
 import { InvalidRequestError, isOutcomeUnknown, RangeExhaustedError, StoreConflictError } from "./errors.js";
 import { cidrContains, parseCidr } from "./ip.js";
 import { type AllocateInput, type Assigned, createIpam, type IpamOptions, type Released, type ReleaseInput } from "./ipam.js";
+import type { IpamCache } from "./ipam-cache.js";
 import { type AttachmentKey, attachmentKey } from "./key.js";
 import { keyQueue } from "./key-queue.js";
 import { AFFINITY_IF_NAME, affinityClaimRef, type BlockLayout, blockLayout, blockPoolRef, blockRange } from "./node-blocks.js";
 import { Pool } from "./pool.js";
-import type { PoolCache } from "./pool-cache.js";
 import type { Range } from "./range.js";
 import { type ConflictCounter, withConflictRetry } from "./retry.js";
 import { type IpamStore, type PoolRef, poolId } from "./store.js";
@@ -48,9 +48,9 @@ const MAX_REPLANS = 16;
 /** What every call of one node's block IPAM works with (the executor's side; the planner is block-plan.ts). */
 interface BlockContext {
   readonly options: NodeBlockIpamOptions;
-  /** The store, behind the PoolCache when one is given (it learns from every call). */
+  /** The store, behind the cache when one is given (it answers and learns from every call). */
   readonly store: IpamStore;
-  readonly cache: PoolCache | undefined;
+  readonly cache: IpamCache | undefined;
   readonly affinityKey: AttachmentKey;
   readonly counter: ConflictCounter;
   layoutOf(range: Range): BlockLayout;
@@ -126,7 +126,7 @@ interface Choice {
   range: Range;
   key: AttachmentKey;
   commit: CallCommit;
-  /** Whether pools may be taken as recalled (the PoolCache); false after a broken fence. */
+  /** Whether pools may be taken as recalled (the IpamCache); false after a broken fence. */
   recall: boolean;
 }
 

@@ -1,22 +1,20 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { withAffinityCache } from "./affinity-cache.js";
 import { findFree } from "./allocator.js";
 import { createNodeBlockIpam, type NodeBlockIpam } from "./block-ipam.js";
 import { delegatingStore } from "./complete-store.js";
 import { RangeExhaustedError, StoreConflictError } from "./errors.js";
 import { formatIp, parseCidr } from "./ip.js";
+import { IpamCache } from "./ipam-cache.js";
 import { type AttachmentKey, attachmentKey, formatKey } from "./key.js";
 import { createMemoryStore, type MemoryStoreOptions } from "./memory-store.js";
 import { affinityClaimRef, blockLayout, blockRange } from "./node-blocks.js";
-import { withOwnClaimMemory } from "./own-claims.js";
-import { PoolCache } from "./pool-cache.js";
 import { parseRange, type Range } from "./range.js";
 import type { IpamStore, PoolRef } from "./store.js";
 
 /**
  * The node's agent interleaved with writers it does not see: a second agent of the same node and a
- * direct-mode allocator of it (each with its own store wrappers, no memory shared with the agent),
+ * direct-mode allocator of it (each with a cache of its own, no memory shared with the agent),
  * another node, and a Whereabouts-style writer
  * (plain read-modify-compare-and-swap on the block pools, no caches, no affinity logic). Whatever
  * they do, after every step no key holds two addresses and no address is held by two keys; a DEL
@@ -28,12 +26,6 @@ const BLOCK = 4;
 /** 4 blocks of 4, one address excluded: the node fills blocks, claims more, then borrows another node's. */
 const RANGE = parseRange({ range: "10.0.0.0/28", exclude: ["10.0.0.5/32"] });
 const key = (k: number): AttachmentKey => attachmentKey({ containerId: `c${k}`, ifName: "net1" });
-
-/** The agent's store as the node-local agent wraps it (affinity claims, own claims, pools recalled). */
-function agentStack(store: IpamStore): IpamStore {
-  // (before issue 38 the agent passed `soleWriter: () => true` to both wrappers here: this test then failed)
-  return withOwnClaimMemory(withAffinityCache(store));
-}
 
 /** The block of RANGE a pool ref covers, or undefined. */
 function blockOf(ref: PoolRef): Range | undefined {
@@ -127,9 +119,12 @@ async function allocating(ipam: NodeBlockIpam, k: AttachmentKey): Promise<void> 
 
 function writers(store: IpamStore) {
   const retry = { baseDelayMs: 0 };
-  const agent = createNodeBlockIpam({ store: agentStack(store), cache: new PoolCache(), node: NODE, blockSize: BLOCK, retry });
-  const second = createNodeBlockIpam({ store: agentStack(store), cache: new PoolCache(), node: NODE, blockSize: BLOCK, retry });
-  const direct = createNodeBlockIpam({ store: withOwnClaimMemory(store), cache: new PoolCache(), node: NODE, blockSize: BLOCK, retry });
+  // each node-a process with a cache of its own, as the node-local agent keeps one (affinity claims,
+  // own claims, pools recalled); before issue 38 the agent's claim memories took it for its node's
+  // only writer (`soleWriter: () => true`): this test then failed
+  const agent = createNodeBlockIpam({ store, cache: new IpamCache(), node: NODE, blockSize: BLOCK, retry });
+  const second = createNodeBlockIpam({ store, cache: new IpamCache(), node: NODE, blockSize: BLOCK, retry });
+  const direct = createNodeBlockIpam({ store, cache: new IpamCache(), node: NODE, blockSize: BLOCK, retry });
   const other = createNodeBlockIpam({ store, node: "n2", blockSize: BLOCK, retry });
   const wb = whereaboutsWriter(store);
   return async (op: { writer: Writer; k: number; del: boolean }): Promise<void> => {

@@ -1,5 +1,3 @@
-export type { AffinityCacheOptions, AffinityMemory } from "./affinity-cache.js";
-export { createAffinityMemory, withAffinityCache } from "./affinity-cache.js";
 export type {
   AllocateRequest,
   Allocation,
@@ -38,6 +36,8 @@ export type { Cidr, Family, Ip } from "./ip.js";
 export { cidrContains, cidrOf, cidrsOverlap, compareIp, familyBits, formatIp, ipAt, offsetOf, parseCidr, parseIp } from "./ip.js";
 export type { AllocateInput, Assigned, Exclusive, Ipam, IpamOptions, Released, ReleaseInput } from "./ipam.js";
 export { createIpam, RELEASES_PER_WRITE } from "./ipam.js";
+export type { IpamCacheOptions } from "./ipam-cache.js";
+export { IpamCache } from "./ipam-cache.js";
 export type { AttachmentKey } from "./key.js";
 export { attachmentKey, formatKey, isLegacyKey, parseKey, sameKey } from "./key.js";
 export type { MemoryStoreOptions } from "./memory-store.js";
@@ -53,12 +53,9 @@ export {
   isAffinityNetwork,
   nodeBlockOrder,
 } from "./node-blocks.js";
-export type { OwnClaimMemoryOptions } from "./own-claims.js";
-export { withOwnClaimMemory } from "./own-claims.js";
 export type { PoolInit } from "./pool.js";
 export { Pool } from "./pool.js";
-export type { PoolCacheOptions } from "./pool-cache.js";
-export { foldEntry, PoolCache } from "./pool-cache.js";
+export { foldEntry } from "./pool-cache.js";
 export type { PoolRecord, ReservationRecord } from "./pool-record.js";
 export { claimFromRecord, claimToRecord, poolFromRecord, poolToRecord, reservationToRecord } from "./pool-record.js";
 export type { OffsetInterval, Range, RangeSpec } from "./range.js";

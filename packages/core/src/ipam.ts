@@ -2,11 +2,11 @@ import type { AllocationPolicy, ConditionalReleaseOutcome } from "./allocator.js
 import { InvalidRequestError } from "./errors.js";
 import type { Ip } from "./ip.js";
 import { allocateAll, placeStatics } from "./ipam-allocate.js";
+import type { IpamCache } from "./ipam-cache.js";
 import type { IpamContext } from "./ipam-context.js";
 import { lookupEach } from "./ipam-lookup.js";
 import { releaseEach, releaseUnchanged, releaseWhere } from "./ipam-release.js";
 import type { AttachmentKey } from "./key.js";
-import type { PoolCache } from "./pool-cache.js";
 import type { Range } from "./range.js";
 import type { Reservation } from "./reservation.js";
 import type { ConflictCounter, RetryOptions } from "./retry.js";
@@ -15,10 +15,11 @@ import type { IpamStore, PoolRef } from "./store.js";
 export interface IpamOptions {
   store: IpamStore;
   /**
-   * What this process remembers of pools (a long-lived process: the agent). The allocator teaches
-   * it every pool it reads or writes; per-node blocks recall from it (see PoolCache).
+   * What this process remembers of the store (a long-lived process: the agent), kept across calls;
+   * the allocator applies it to `store` itself. createIpam uses its claim memories; per-node blocks
+   * also teach it every pool they read or write, and recall from it (see IpamCache).
    */
-  cache?: PoolCache;
+  cache?: IpamCache;
   /** Overlapping-range protection (Whereabouts' `enable_overlapping_ranges`). Default true. */
   overlappingRanges?: boolean;
   /** Default allocation policy. Default "lowest-free". */
@@ -105,7 +106,7 @@ export const RELEASES_PER_WRITE = 20;
  * (its store writes in `ipam-write.ts`), release in `ipam-release.ts`, lookup in `ipam-lookup.ts`.
  */
 export function createIpam(options: IpamOptions): Ipam {
-  const store = options.cache === undefined ? options.store : options.cache.watch(options.store);
+  const store = options.cache === undefined ? options.store : options.cache.watchClaims(options.store);
   const counter = options.retry?.counter ?? { conflicts: 0 };
   const { entryWrites, transactions } = store.capabilities;
   const ctx: IpamContext = {

@@ -4,9 +4,19 @@ import { isAffinityNetwork } from "./node-blocks.js";
 import { RecentMap } from "./recent-map.js";
 import { type ClaimRef, claimId, type IpamStore, type StoredClaim } from "./store.js";
 
+/** The address claims a process wrote, each with the version its write got. */
+export type OwnClaimMemory = RecentMap<StoredClaim>;
+
+/** An empty memory of at most `limit` claims; the oldest are forgotten first (default 100,000). */
+export function createOwnClaimMemory(limit = 100_000): OwnClaimMemory {
+  return new RecentMap<StoredClaim>(limit);
+}
+
 export interface OwnClaimMemoryOptions {
-  /** Claims remembered at most; the oldest are forgotten first (default 100,000). */
+  /** Claims remembered at most, when no `memory` is given (default 100,000). */
   limit?: number;
+  /** The memory to use: one kept across calls (an IpamCache's, ipam-cache.ts); default a fresh one. */
+  memory?: OwnClaimMemory;
 }
 
 /**
@@ -23,7 +33,7 @@ export interface OwnClaimMemoryOptions {
  * {@link withAffinityCache}; reads are never remembered.
  */
 export function withOwnClaimMemory(store: IpamStore, options: OwnClaimMemoryOptions = {}): IpamStore {
-  const known = new RecentMap<StoredClaim>(options.limit ?? 100_000);
+  const known = options.memory ?? createOwnClaimMemory(options.limit);
   const remember = (ref: ClaimRef, claim: StoredClaim): void => {
     if (!isAffinityNetwork(ref.network)) known.set(claimId(ref), claim);
   };

@@ -1,4 +1,5 @@
 import { delegatingStore } from "./complete-store.js";
+import type { IpamCache } from "./ipam-cache.js";
 import { sameKey } from "./key.js";
 import type { Pool } from "./pool.js";
 import { RecentMap } from "./recent-map.js";
@@ -24,8 +25,8 @@ export function foldEntry(pool: Pool, w: Extract<StoreWrite, { kind: "reserve" |
 
 /**
  * What a long-lived process (the agent) remembers of pools: each as this process last read or
- * wrote it, recalled without a request. The allocator is given it explicitly
- * (`createNodeBlockIpam({ cache })`), and it learns from the store calls the allocator makes
+ * wrote it, recalled without a request. The pool part of an {@link IpamCache}, which the allocator
+ * is given (`createNodeBlockIpam({ cache })`); it learns from the store calls the allocator makes
  * through {@link PoolCache.watch}.
  *
  * A recalled pool may be stale (another process wrote since). Core uses one only where a

@@ -22,12 +22,10 @@ import {
   createNodeBlockIpam,
   delegatingStore,
   formatIp,
+  IpamCache,
   type IpamStore,
   type PodFacts,
-  PoolCache,
   parseRange,
-  withAffinityCache,
-  withOwnClaimMemory,
 } from "@ipamkit/core";
 import { startEtcd } from "@ipamkit/etcd-launcher";
 import { startKubeTestServer } from "@ipamkit/kube-test-server";
@@ -54,8 +52,7 @@ async function place(store: IpamStore, generation: number): Promise<Map<string, 
   await Promise.all(
     Array.from({ length: NODES }, async (_, n) => {
       // a node's agent as started afresh (its own memories over the shared client), as after a power-cycle
-      const stack = withOwnClaimMemory(withAffinityCache(store));
-      const ipam = createNodeBlockIpam({ store: stack, cache: new PoolCache(), node: `node-${n}`, blockSize: 16 });
+      const ipam = createNodeBlockIpam({ store, cache: new IpamCache(), node: `node-${n}`, blockSize: 16 });
       for (let pod = n; pod < PODS; pod += NODES) {
         const addresses: string[] = [];
         for (let k = 0; k < NETWORKS; k++) {

@@ -1,7 +1,7 @@
 /**
  * A power-cycle's second blocks on one etcd (Debian etcd-server, data dir on tmpfs): NODES nodes
  * each place PODS keys (one block each), then every node is "restarted" (a fresh agent's store
- * stack: core's withOwnClaimMemory(withAffinityCache(store)) and a fresh PoolCache) and
+ * memory: a fresh core IpamCache, given to its allocator with the store) and
  * places PODS more keys at once — its first block is full, so every node claims a second block
  * while the others do, walking past the blocks they took. Side by side, alternated, on fresh
  * prefixes: the etcd store as it is (claims read ahead in one transaction), and the same store
@@ -9,16 +9,7 @@
  * etcd (each one request) and the time of the restarted nodes' ADDs, after one uncounted warm-up round.
  * Run: pnpm --filter @ipamkit/storage-etcd bench:block-walk   (BENCH_ROUNDS=3 by default)
  */
-import {
-  attachmentKey,
-  createNodeBlockIpam,
-  delegatingStore,
-  type IpamStore,
-  PoolCache,
-  parseRange,
-  withAffinityCache,
-  withOwnClaimMemory,
-} from "@ipamkit/core";
+import { attachmentKey, createNodeBlockIpam, delegatingStore, IpamCache, type IpamStore, parseRange } from "@ipamkit/core";
 import { startEtcd } from "@ipamkit/etcd-launcher";
 import { createEtcdStore } from "../src/index.js";
 
@@ -49,8 +40,7 @@ function counted(store: IpamStore, oneByOne: boolean, calls: Map<string, number>
 
 /** One node's agent as started afresh: its own memories, over the node's counted etcd client. */
 function agentStack(store: IpamStore, node: string) {
-  const stack = withOwnClaimMemory(withAffinityCache(store));
-  return createNodeBlockIpam({ store: stack, cache: new PoolCache(), node, blockSize: 16 });
+  return createNodeBlockIpam({ store, cache: new IpamCache(), node, blockSize: 16 });
 }
 
 async function run(endpoint: string, variant: Variant, round: number) {

@@ -1,4 +1,4 @@
-import { attachmentKey, type IpamStore, Pool, PoolCache, parseCidr, type Reservation, type StoreWrite } from "@ipamkit/core";
+import { attachmentKey, IpamCache, type IpamStore, Pool, parseCidr, type Reservation, type StoreWrite } from "@ipamkit/core";
 import fc from "fast-check";
 import { expect, inject, it } from "vitest";
 import { createEtcdStore } from "./index.js";
@@ -76,9 +76,9 @@ it("cached reads always equal a fresh full read, whatever two writers did", asyn
 
 const commitOn = (s: IpamStore, writes: StoreWrite[]) => s.commit(writes);
 
-it("core's PoolCache recalls the pool with its own entry steps folded in, without a read; a stale recall only costs a conflict", async () => {
+it("core's IpamCache recalls the pool with its own entry steps folded in, without a read; a stale recall only costs a conflict", async () => {
   const prefix = `/cache-recall/${process.pid}/`;
-  const cache = new PoolCache();
+  const cache = new IpamCache();
   const store = cache.watch(createEtcdStore({ endpoints: [endpoint], prefix }));
   const recall = (_: IpamStore) => cache.recall(ref);
   const other = createEtcdStore({ endpoints: [endpoint], prefix });

@@ -8,20 +8,18 @@ import {
   createNodeBlockIpam,
   delegatingStore,
   formatIp,
+  IpamCache,
   type IpamStore,
   ipAt,
   isAssignable,
   nodeBlockOrder,
-  PoolCache,
   parseCidr,
   parseRange,
-  withAffinityCache,
-  withOwnClaimMemory,
 } from "@ipamkit/core";
 import { expect, inject, it } from "vitest";
 import { createEtcdStore } from "./index.js";
 
-// Per-node blocks on etcd, recalling pools (core's PoolCache) with their own entry-level steps folded in:
+// Per-node blocks on etcd, recalling pools (core's IpamCache, as the agent keeps one) with their own entry-level steps folded in:
 // with two blocks, an ADD chooses from the recalls and fences the other block at its recalled
 // version in the same transaction (core's block-ipam.ts). These cases need that recall, so they
 // run here, on a real etcd.
@@ -64,7 +62,7 @@ it("with two blocks, an ADD reads no pool (its other block fenced at the recalle
   // the same node's other writer: the binary while the agent restarts, or a dead agent's last write
   const otherStore = createEtcdStore({ endpoints: [endpoint], prefix });
   try {
-    const agent = createNodeBlockIpam({ store, cache: new PoolCache(), node: "node-a", blockSize: 16 });
+    const agent = createNodeBlockIpam({ store, cache: new IpamCache(), node: "node-a", blockSize: 16 });
     const other = createNodeBlockIpam({ store: otherStore, node: "node-a", blockSize: 16 });
     for (let i = 0; i < 20; i++) await agent.allocate({ ranges: [range], key: key(`c${i}`) });
     const blockOf = async (id: string) => (await holdings(prefix)).find(([k]) => k === id)?.[1];
@@ -127,9 +125,8 @@ it("a restarted agent walks past the blocks other nodes took in one transaction 
         return readClaims(refs);
       },
     });
-    // the node-local agent's stack, started afresh
-    const stack = withOwnClaimMemory(withAffinityCache(counted));
-    const agent = createNodeBlockIpam({ store: stack, cache: new PoolCache(), node: "node-a", blockSize: 16 });
+    // the node-local agent's cache, started afresh
+    const agent = createNodeBlockIpam({ store: counted, cache: new IpamCache(), node: "node-a", blockSize: 16 });
     await agent.allocate({ network: "net", ranges: [wide], key: key("c0") });
     // one request walks past node-b's five; after claiming the sixth, the fresh view reads the two
     // claims past it it had read but does not remember (unclaimed)
