@@ -1,8 +1,9 @@
+import { MAX_FENCED_BLOCKS } from "./block-plan.js";
 import { delegatingStore } from "./complete-store.js";
 import { isOutcomeUnknown, StoreConflictError } from "./errors.js";
-import type { AttachmentKey } from "./key.js";
+import { type AttachmentKey, sameKey } from "./key.js";
 import type { Pool } from "./pool.js";
-import type { ClaimRef, IpamStore, PoolRef, StoredPool, StoreWrite } from "./store.js";
+import type { ClaimRef, IpamStore, PoolRef, StoredPool, StoreWrite, Version } from "./store.js";
 
 /**
  * Per-node blocks, the executor's commit: one call's hand-off of the block pools it has just read
@@ -48,26 +49,33 @@ export class FenceBrokenError extends Error {
 const id = (ref: PoolRef) => `${ref.network}\u0000${ref.cidr}`;
 
 /**
- * `key`: the key an ADD places (a write placing it is fenced). Two ways to fence, by what the
- * store can do (DESIGN.md, "One key's calls at once"): with entry-level commits, compare-only
- * steps in the allocation's own transaction; otherwise, before each write placing the key, a
- * compare-and-swap of each fenced pool onto itself at the version the choice saw (a "touch": it
- * changes nothing but the version, so a writer that read it before fails) and a fresh read of the
- * first unclaimed block's affinity claim.
+ * `key`: the key an ADD places (a write placing it is fenced). Two ways to fence (DESIGN.md, "How
+ * a fence is applied"): with entry-level commits and at most MAX_FENCED_BLOCKS fences,
+ * compare-only steps in the allocation's own transaction; otherwise, before each write placing
+ * the key, a compare-and-swap of each fenced pool onto itself at the version the choice saw (a
+ * "touch": it changes nothing but the version, so a writer that read it before fails) and a fresh
+ * read of the first unclaimed block's affinity claim.
  */
 export function callCommit(store: IpamStore, key?: AttachmentKey): CallCommit {
   /** Pools handed on; undefined: known to be absent (no pool written yet). */
   const ready = new Map<string, StoredPool | undefined>();
   const fences = new Map<string, PoolFence>();
-  const readPool = (ref: PoolRef): Promise<StoredPool | undefined> => {
-    if (!ready.has(id(ref))) return store.readPool(ref);
-    const handed = ready.get(id(ref));
+  /** Each pool's version as the call last read it (or was handed it). */
+  const seen = new Map<string, Version | undefined>();
+  const readPool = async (ref: PoolRef): Promise<StoredPool | undefined> => {
+    const handed = ready.has(id(ref));
+    const stored = handed ? ready.get(id(ref)) : await store.readPool(ref);
     ready.delete(id(ref));
-    return Promise.resolve(handed);
+    seen.set(id(ref), stored?.version);
+    return stored;
   };
-  const overrides = store.capabilities.entryWrites ? atomicFences(store, fences) : touchedFences(store, fences, key);
+  const atomic = atomicFences(store, fences);
+  const touched = touchedFences(store, fences, key, seen);
+  // one transaction holds a bounded number of compares: past it, touches (a borrowing node)
+  const inTransaction = () => store.capabilities.entryWrites && fences.size <= MAX_FENCED_BLOCKS;
+  const commit = (writes: readonly StoreWrite[]) => (inTransaction() ? atomic.commit(writes) : touched.commit(writes));
   return {
-    store: delegatingStore(store, { readPool, ...overrides }),
+    store: delegatingStore(store, { readPool, writePool: touched.writePool, commit }),
     hand: (ref, stored) => {
       ready.set(id(ref), stored);
     },
@@ -83,7 +91,7 @@ export function callCommit(store: IpamStore, key?: AttachmentKey): CallCommit {
  * holding, the conflict is the commit's own (the address taken, a claim there) and goes back to
  * the inner IPAM's retry, as unfenced.
  */
-function atomicFences(store: IpamStore, fences: ReadonlyMap<string, PoolFence>): Partial<IpamStore> {
+function atomicFences(store: IpamStore, fences: ReadonlyMap<string, PoolFence>): Pick<IpamStore, "commit"> {
   const steps = (): StoreWrite[] => [...fences.values()].map((f) => ({ kind: "check-pool", ref: f.ref, expected: f.stored?.version }));
   const fencesHold = async (): Promise<boolean> => {
     for (const f of fences.values()) if ((await store.readPool(f.ref))?.version !== f.stored?.version) return false;
@@ -103,24 +111,36 @@ function atomicFences(store: IpamStore, fences: ReadonlyMap<string, PoolFence>):
 }
 
 /**
- * Whole-pool writes (no entry-level commits): every write that places the key is preceded by the
- * fences, one by one — each fenced pool touched at the version the choice saw (then at the
- * touch's, so a retried write touches again), the unclaimed block's claim read afresh. Any
- * change since the choice breaks a fence, and nothing the call cares about was written yet.
+ * Every write that places the key is preceded by the fences, one by one — each fenced pool
+ * touched at the version the choice saw (then at the touch's, so a retried write touches again),
+ * the unclaimed block's claim read afresh. Any change since the choice breaks a fence, and nothing
+ * the call cares about was written yet. An entry-level "reserve" does not conflict with a touch of
+ * its pool, so it is sent with a compare of its pool at the version this call read (`seen`).
  */
-function touchedFences(store: IpamStore, fences: Map<string, PoolFence>, key: AttachmentKey | undefined): Partial<IpamStore> {
-  const places = (pool: Pool) => key !== undefined && pool.forKey(key) !== undefined;
+function touchedFences(
+  store: IpamStore,
+  fences: Map<string, PoolFence>,
+  key: AttachmentKey | undefined,
+  seen: ReadonlyMap<string, Version | undefined>,
+): Pick<IpamStore, "writePool" | "commit"> {
+  const places = (w: StoreWrite) =>
+    key !== undefined &&
+    ((w.kind === "pool" && w.pool.forKey(key) !== undefined) || (w.kind === "reserve" && sameKey(w.reservation.key, key)));
   const touchAll = async (): Promise<void> => {
     for (const [at, fence] of fences) fences.set(at, await touch(store, fence));
   };
   return {
     writePool: async (ref, pool, expected) => {
-      if (fences.size > 0 && places(pool)) await touchAll();
+      if (fences.size > 0 && places({ kind: "pool", ref, pool, expected })) await touchAll();
       return store.writePool(ref, pool, expected);
     },
     commit: async (writes) => {
-      if (fences.size > 0 && writes.some((w) => w.kind === "pool" && places(w.pool))) await touchAll();
-      return store.commit(writes);
+      if (fences.size === 0 || !writes.some(places)) return store.commit(writes);
+      await touchAll();
+      const compares = writes.flatMap((w): StoreWrite[] =>
+        w.kind === "reserve" ? [{ kind: "check-pool", ref: w.ref, expected: seen.get(id(w.ref)) }] : [],
+      );
+      return (await store.commit([...writes, ...compares])).slice(0, writes.length);
     },
   };
 }

@@ -106,14 +106,20 @@ describe("planAdd", () => {
     expect(planAdd(input({ own: [b0], unclaimed: undefined, others: [] }, [full]))).toEqual({ kind: "full" });
   });
 
-  it("fences nothing past MAX_FENCED_BLOCKS (a borrowing node reads everyone's blocks instead)", () => {
+  it("past MAX_FENCED_BLOCKS (a borrowing node): reads every block rather than choose from recalls, and fences them all", () => {
     const others = Array.from({ length: MAX_FENCED_BLOCKS + 1 }, (_, i) => block(4 + i));
     const view = { own: [b0], unclaimed: undefined, others };
-    const reads: [Range, Known][] = [
-      [b0, known(b0, [], { fresh: true })],
-      ...others.map((o): [Range, Known] => [o, known(o, ["x"], { fresh: true, full: true })]),
+    const recalls: [Range, Known][] = [
+      [b0, known(b0, [], { version: "1" })],
+      ...others.map((o): [Range, Known] => [o, known(o, ["x"], { full: true, version: "2" })]),
     ];
-    expect(planAdd(input(view, reads))).toEqual({ kind: "write", block: b0, fences: [] });
+    expect(planAdd(input(view, recalls))).toEqual({ kind: "read", block: others[0] });
+    const reads = recalls.map(([b, k]): [Range, Known] => [b, { ...k, fresh: true }]);
+    expect(planAdd(input(view, reads))).toEqual({
+      kind: "write",
+      block: b0,
+      fences: others.map((o) => ({ block: o, expected: "2" })),
+    });
   });
 });
 

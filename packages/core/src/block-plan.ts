@@ -60,9 +60,10 @@ export interface AddPlanInput {
 }
 
 /**
- * Searched blocks at most for fences: a node holds one or two per network, and each fence is one
- * more compare in the transaction (a transaction holds a bounded number of operations). A node
- * that borrows searches everyone's blocks; it reads them.
+ * Fences at most in one transaction (entry-level commits): a node holds one or two blocks per
+ * network, and each fence is one more compare (a transaction holds a bounded number of
+ * operations). Past it — a node that borrows searches everyone's blocks — the fences are touches
+ * (block-commit.ts), and an ADD reads every block rather than choose from recalls.
  */
 export const MAX_FENCED_BLOCKS = 8;
 
@@ -80,15 +81,15 @@ const hasRoom = (known: Known | undefined, block: Range) =>
  * The one rule of the executor, planned here: a commit compares every block the choice of
  * `chosen` rested on — each other searched block at the version it was known at, and the first
  * unclaimed block's pool as absent — so "the key is in none of them" holds at the commit, whoever
- * else writes. None past MAX_FENCED_BLOCKS (then every other block was read afresh: see
- * DESIGN.md for what that leaves).
+ * else writes. A node that borrows relies on every block of the range: all are fenced (past
+ * MAX_FENCED_BLOCKS by touches, block-commit.ts).
  */
 export function fencesFor(input: AddPlanInput, chosen: Range): Fence[] {
   const relied = searched(input.view).filter((block) => block !== chosen);
   const fences: Fence[] = relied.map((block) => ({ block, expected: input.known.get(block)?.stored?.version }));
   const { unclaimed } = input.view;
   if (unclaimed !== undefined && unclaimed !== chosen) fences.push({ block: unclaimed, expected: undefined, unclaimed: true });
-  return fences.length > MAX_FENCED_BLOCKS ? [] : fences;
+  return fences;
 }
 
 /**
