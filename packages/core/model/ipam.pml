@@ -11,14 +11,25 @@
  * pool 2 = block 1 = a2,a3), and pool 3, a plain range overlapping a0..a2 (OVERLAP only).
  * Initially block 1 is claimed by node 3, which died holding a2 for key 3 (its claim too).
  *
- * Configurations, all three in one run unless one is named (-D): TWO_NODES (allocators on nodes 1
- * and 2: node 2 claims block 0 or borrows), SAME_NODE (the agent and the binary in direct mode on
- * node 1), OVERLAP (node 1's agent beside a direct writer of the overlapping plain pool);
- * NO_OVERLAP: the first two. Scope: CRASH, NPASS, MAYDEL, MAXTRY, MAXREPLAN (below).
+ * Configurations, the first three in one run unless one is named (-D): TWO_NODES (allocators on
+ * nodes 1 and 2: node 2 claims block 0 or borrows), SAME_NODE (the agent and the binary in direct
+ * mode on node 1), OVERLAP (node 1's agent beside a direct writer of the overlapping plain pool);
+ * NO_OVERLAP: the first two. SAME_KEY (only when named): the agent and the binary in direct mode
+ * on node 1 called for ONE attachment at once (both key 1); node 1 owns block 0, full with a dead
+ * sandbox's entry (key 3) and a live attachment's (key 2), block 1 unclaimed — one ADD may claim
+ * block 1 while the other finds room in block 0 once the reconciler frees key 3's address.
+ * Scope: CRASH, NPASS, MAYDEL, MAXTRY, MAXREPLAN (below).
+ *
+ * An ADD in block mode plans again from fresh reads after claiming a block, after a block filled
+ * meanwhile, and when its retries run out. In SAME_KEY (FENCED, below) it also fences its choice
+ * as block-commit.ts does on stores without entry-level commits: before each write placing its
+ * key, the other searched block is touched at the version the choice saw, or the first unclaimed
+ * block's affinity claim is read and must be absent; a broken fence plans again.
  *
  * Deliberately broken variants: BROKEN_PODREF (the reconciler releases an entry of the same pod
  * name, not the one it observed: Whereabouts#176), BROKEN_BLIND (pool writes ignore the version),
- * BROKEN_NOFENCE (a dangling claim of another pool is taken over without fencing that pool).
+ * BROKEN_NOFENCE (a dangling claim of another pool is taken over without fencing that pool),
+ * BROKEN_NOTOUCH (an ADD's choice is not fenced: no touch, no claim check).
  */
 
 #ifndef CRASH
@@ -28,19 +39,30 @@
 #define MAXTRY 2     /* withConflictRetry attempts */
 #endif
 #ifndef MAXREPLAN
-#define MAXREPLAN 2  /* createNodeBlockIpam re-plans */
+#define MAXREPLAN 2  /* createNodeBlockIpam re-plans (allocate's withConflictRetry; chooseBlock's lost claims) */
 #endif
 #ifndef NPASS
 #define NPASS 1      /* reconciler passes concurrent with the allocators (one more after them) */
 #endif
 #ifndef MAYDEL
-#define MAYDEL 2     /* allocators (keys 1..MAYDEL) that may DEL their attachment after the ADD; the others stay */
+#define MAYDEL 2     /* allocators (actors 1..MAYDEL) that may DEL their attachment after the ADD; the others stay */
 #endif
 
 #define NONE 255
 #define NACT 2
 
-/* ---- the configuration: 1 TWO_NODES, 2 SAME_NODE, 3 OVERLAP (chosen by init: one run covers all three) ---- */
+/*
+ * The fences of an ADD's choice are applied in SAME_KEY, the configuration they exist for (and
+ * with -DFENCE_ALL in the others). With distinct keys a touch changes no content and only adds
+ * version bumps; applying them there multiplies the state space about 18-fold (two allocators of
+ * one node, no crash, no concurrent pass: 10 731 states without, 195 551 with), beyond the CI
+ * budget.
+ */
+#if (defined(SAME_KEY) || defined(FENCE_ALL)) && !defined(BROKEN_NOTOUCH)
+#define FENCED
+#endif
+
+/* ---- the configuration: 1 TWO_NODES, 2 SAME_NODE, 3 OVERLAP (chosen by init: one run covers all three); 4 SAME_KEY (alone) ---- */
 byte mode;
 byte npools;                /* pools that may exist: the blocks, and in OVERLAP the plain pool */
 #define NPOOLS npools
@@ -59,9 +81,9 @@ byte aff[2];                /* affinity claim of block b: the node; 0: unclaimed
 #define ORD(n,j) ((n)==2 -> 1-(j) : (j))   /* node 2 visits block 1 first */
 
 /* ---- the world ---- */
-bool alive[4];              /* key k's attachment is alive (its pod runs it) */
-bool added[4];              /* key k's ADD wrote its reservation */
-byte gotP[4]; byte gotA[4]; /* where */
+bool alive[4];              /* key k's attachment is alive (its pod runs it); from the start until a DEL or crash of an ADD of it */
+bool added[4];              /* an ADD of key k answered a reservation (wrote it, or found it) */
+byte gotP[4]; byte gotA[4]; /* where (the last answer; a live attachment's answers are one address) */
 byte podOf[4];              /* key -> pod name */
 byte crasher;               /* the actor that may crash (1, 2: allocators; 3: the reconciler; 0: none) */
 byte finished;
@@ -79,16 +101,17 @@ byte finished;
 
 /* ---- store requests: one atomic step each ---- */
 
-/* readPool: version, and the lowest free address (Allocation "lowest-free") outside `avoid` */
-inline readPool(p, v, pick, avoid) {
+/* readPool: version, the lowest free address (Allocation "lowest-free") outside `avoid`, and 1 + the address key k holds (0: none) */
+inline readPool(p, v, pick, avoid, k, held) {
   d_step {
-    v = pver[p]; pick = NONE; i = PFIRST(p);
+    v = pver[p]; pick = NONE; held = 0; i = PFIRST(p);
     do
     :: i <= PLAST(p) ->
        if
        :: H(p,i) == 0 && pick == NONE && ((avoid >> i) & 1) == 0 -> pick = i
        :: else -> skip
-       fi; i++
+       fi;
+       if :: H(p,i) == k -> held = i + 1 :: else -> skip fi; i++
     :: else -> break
     od; i = 0
   }
@@ -221,13 +244,40 @@ inline fenced() {
   od; j = 0; owedFree = 0
 }
 
-/* readPool for the allocation: its version, lowest free address, and the holders of owed addresses */
+/*
+ * The call's fences, before each write that places the key (block-commit.ts touchedFences): the
+ * other searched block (fp) touched, written onto itself at the version the choice saw (fv; it
+ * is created empty when that was 0), then at the touch's; the first unclaimed block (fu - 1) must
+ * still be unclaimed, its affinity claim read afresh. ok = 0: the fence broke (FenceBrokenError),
+ * nothing more is written. At most one of the two: with two blocks, a node searching two has none
+ * unclaimed.
+ */
+inline applyFences() {
+  ok = 1;
+  if
+  :: fp != 0 -> poolFence(fp, fv, ok); CP; if :: ok -> fv++ :: else -> skip fi
+  :: fu != 0 -> d_step { ok = (aff[fu - 1] == 0) }; CP
+  :: else -> skip
+  fi
+}
+
+/* The ADD answers address aa of pool pp without writing (the key found there). A live attachment's answers are one address. */
+inline answer(pp, aa) {
+  d_step {
+    printf("MSC: key %d answered a%d in pool %d (held)\n", key, aa, pp);
+    assert(!(added[key] && alive[key]) || (gotP[key] == pp && gotA[key] == aa));
+    added[key] = 1; gotP[key] = pp; gotA[key] = aa
+  }
+}
+
+/* readPool for the allocation: its version, lowest free address, 1 + the key's own address (mine; 0: none), the holders of owed addresses */
 inline readForAlloc() {
   d_step {
-    v = pver[p]; pick = NONE; i = PFIRST(p);
+    v = pver[p]; pick = NONE; mine = 0; i = PFIRST(p);
     do
     :: i <= PLAST(p) ->
-       if :: H(p,i) == 0 && pick == NONE && ((avoid >> i) & 1) == 0 -> pick = i :: else -> skip fi; i++
+       if :: H(p,i) == 0 && pick == NONE && ((avoid >> i) & 1) == 0 -> pick = i :: else -> skip fi;
+       if :: H(p,i) == key -> mine = i + 1 :: else -> skip fi; i++
     :: else -> break
     od;
     i = 0;
@@ -246,13 +296,20 @@ inline settle() {
      judge();
      if
      :: (owedV[0] | owedV[1] | owedV[2] | owedV[3]) == 0 -> break
-     :: else -> poolFence(p, v, ok); CP;
+     :: else ->
+        /* the pool read holds the key: its unchanged rewrite is a write placing the key, fenced first */
+        if
+        :: mine != 0 && (fp | fu) != 0 -> applyFences();
+           if :: !ok -> break :: else -> skip fi                   /* FenceBrokenError: left for the reconciler */
+        :: else -> skip
+        fi;
+        poolFence(p, v, ok); CP;
         if :: ok -> fenced(); break :: else -> skip fi
      fi;
      t++;
      if :: t >= MAXTRY -> break :: else -> skip fi                 /* left for the reconciler */
   od;
-  t = 0; v = 0; pick = NONE
+  t = 0; v = 0; pick = NONE; mine = 0
 }
 
 /* the node's view of blocks (createNodeBlockIpam view/searched): claims only grow, so one read */
@@ -278,36 +335,52 @@ inline view() {
   }
 }
 
-proctype Allocator(byte node; byte key; bool plain)
+proctype Allocator(byte me; byte node; byte key; bool plain)   /* me: the actor (crasher), key: the attachment */
 {
-  byte me, rx, i, j, q, t, v, pick, avoid, attempt, replans, p, cv, rp, rk, rv, rtries, hp, hk, rhv, nv, qv, nheld, ov, oh;
-  byte hv, hpick, unclaimed, ns, found, a, owedFree;
-  byte sb[2]; byte owedV[4]; byte owedK[4]; byte ohold[4];
-  bool ok, created, handed, has, wrote, mayCrash;
+  byte rx, i, j, q, t, v, pick, avoid, attempt, replans, p, cv, rp, rk, rv, rtries, hp, hk, rhv, nv, qv, nheld, ov, oh;
+  byte hv, hpick, unclaimed, ns, found, a, owedFree, mine, fp, fv, fu;
+  byte sb[2]; byte seen[2]; byte owedV[4]; byte owedK[4]; byte ohold[4];
+  bool ok, created, handed, has, wrote, mayCrash, broken;
 
-  alive[key] = 1; me = key; mayCrash = (crasher == key);
+  mayCrash = (crasher == me);
   replans = 0; pick = NONE;
   if :: plain -> p = 3; goto l_alloc :: else -> skip fi;
 
-l_choose:   /* chooseBlock + planAdd: a block with room among those searched, else claim the first unclaimed */
+l_choose:   /* chooseBlock + planAdd: the block holding the key, else the first with room among those searched (fenced), else claim the first unclaimed */
   view(); CP;
   p = 0; j = 0;
   do
   :: j < ns ->
-     readPool(sb[j] + 1, v, pick, 0); CP;
+     readPool(sb[j] + 1, v, pick, 0, key, mine); CP;
+     if :: mine != 0 -> p = sb[j] + 1; break :: else -> skip fi;    /* held: read no further */
      if :: p == 0 && pick != NONE -> p = sb[j] + 1; hv = v; hpick = pick :: else -> skip fi;
-     j++
+     seen[j] = v; j++
   :: else -> break
   od;
-  j = 0; v = 0; pick = NONE; sb[0] = 0; sb[1] = 0; ns = 0;
+  skip;
+  d_step {
+#ifdef FENCED
+    /* fencesFor: the other searched block at the version seen; or the first unclaimed block */
+    if
+    :: mine == 0 && p != 0 && unclaimed != NONE -> fu = unclaimed + 1
+    :: mine == 0 && p != 0 && ns == 2 -> fp = (p == sb[0] + 1 -> sb[1] : sb[0]) + 1; fv = (p == sb[0] + 1 -> seen[1] : seen[0])
+    :: else -> skip
+    fi;
+#endif
+    j = 0; v = 0; pick = NONE; sb[0] = 0; sb[1] = 0; seen[0] = 0; seen[1] = 0; ns = 0
+  };
   if
-  :: p != 0 -> handed = 1
-  :: p == 0 && unclaimed == NONE -> goto l_addfail                   /* RangeExhaustedError */
-  :: p == 0 && unclaimed != NONE ->
+  :: mine != 0 ->                                                    /* held: the ADD answers it, writes nothing */
+     a = mine - 1; mine = 0; hv = 0; hpick = 0; unclaimed = NONE;
+     answer(p, a); goto l_added
+  :: mine == 0 && p != 0 -> handed = 1
+  :: mine == 0 && p == 0 && unclaimed == NONE -> goto l_addfail     /* RangeExhaustedError */
+  :: mine == 0 && p == 0 && unclaimed != NONE ->
      d_step { if :: aff[unclaimed] == 0 -> aff[unclaimed] = node; ok = 1 :: else -> ok = 0 fi }; CP;
+     unclaimed = NONE;
      if
-     :: ok -> p = unclaimed + 1; handed = 1; hv = 0; hpick = PFIRST(p)   /* handed on unread, as absent */
-     :: else -> replans++; unclaimed = NONE;
+     :: ok -> goto l_choose                                          /* claimed: plan again from a fresh view */
+     :: else -> replans++;                                           /* lost to another node */
         if :: replans >= MAXREPLAN -> goto l_addfail :: else -> goto l_choose fi
      fi
   fi;
@@ -323,7 +396,8 @@ l_probe:
   :: else -> readForAlloc(); CP; judge()
   fi;
   if
-  :: pick == NONE -> goto l_exhausted
+  :: mine != 0 -> a = mine - 1; mine = 0; answer(p, a); v = 0; pick = NONE; settle(); goto l_added   /* reused: the key is here */
+  :: mine == 0 && pick == NONE -> goto l_exhausted
   :: else -> skip
   fi;
   /* claimThenWrite: claimAddress, then the pool write at the version read */
@@ -355,7 +429,11 @@ l_claim:
   fi;
 l_write:
   skip;
-  poolAdd(p, v, pick, key, ok); CP;
+  applyFences();                                                   /* the pool write places the key: fenced first */
+  if
+  :: ok -> poolAdd(p, v, pick, key, ok); CP
+  :: else -> broken = 1                                            /* FenceBrokenError: nothing written */
+  fi;
   if
   :: ok -> cv = 0; v = 0; pick = NONE;
      fenced();
@@ -366,27 +444,29 @@ l_write:
      :: created -> claimDelete(pick, cv, ok); CP
      :: else -> owedV[pick] = cv; owedK[pick] = key                   /* taken over: owed */
      fi;
-     cv = 0; created = 0
+     cv = 0; created = 0;
+     if :: broken -> broken = 0; v = 0; pick = NONE; goto l_exhausted :: else -> skip fi   /* plan again from fresh reads */
   fi;
 l_conflict:
   attempt++; v = 0; pick = NONE;
-  if :: attempt < MAXTRY -> goto l_attempt :: else -> settle(); goto l_addfail fi;
+  if :: attempt < MAXTRY -> goto l_attempt :: else -> goto l_exhausted fi;
 
-l_exhausted:  /* RangeExhaustedError: settle, then (blocks) choose again */
-  settle(); pick = NONE; attempt = 0; avoid = 0;
+l_exhausted:  /* RangeExhaustedError, retries exhausted (StoreConflictError) or FenceBrokenError: settle, then (blocks) plan again */
+  settle(); pick = NONE; attempt = 0; avoid = 0; fp = 0; fv = 0; fu = 0;
+  d_step { owedFree = 0; i = 0; do :: i < 4 -> owedV[i] = 0; owedK[i] = 0; i++ :: else -> break od; i = 0 };   /* a new call scope: what is still owed is the reconciler's */
   if
   :: !plain && replans + 1 < MAXREPLAN -> replans++; p = 0; goto l_choose
   :: else -> goto l_addfail
   fi;
 
 l_addfail:    /* the ADD answered an error: the runtime DELs */
-  p = 0; attempt = 0; avoid = 0; replans = 0; created = 0;
+  p = 0; attempt = 0; avoid = 0; replans = 0; created = 0; fp = 0; fv = 0; fu = 0;
   goto l_del;
 
 l_added:
-  p = 0; attempt = 0; avoid = 0; replans = 0; created = 0;
+  p = 0; a = 0; attempt = 0; avoid = 0; replans = 0; created = 0; fp = 0; fv = 0; fu = 0;
   if
-  :: key <= MAYDEL -> goto l_del
+  :: me <= MAYDEL -> goto l_del
   :: true -> goto l_done
   fi;
 
@@ -445,8 +525,9 @@ l_done:   /* nothing of this call is kept: its locals cleared, so that equal sto
     me = 0; rx = 0; i = 0; j = 0; q = 0; t = 0; v = 0; pick = 0; avoid = 0; attempt = 0; replans = 0; p = 0; cv = 0;
     rp = 0; rk = 0; rv = 0; rtries = 0; hp = 0; hk = 0; rhv = 0; nv = 0; qv = 0; nheld = 0; ov = 0; oh = 0;
     hv = 0; hpick = 0; unclaimed = 0; ns = 0; found = 0; a = 0; owedFree = 0; sb[0] = 0; sb[1] = 0;
+    mine = 0; fp = 0; fv = 0; fu = 0; seen[0] = 0; seen[1] = 0;
     i = 0; do :: i < 4 -> owedV[i] = 0; owedK[i] = 0; ohold[i] = 0; i++ :: else -> break od; i = 0;
-    ok = 0; created = 0; handed = 0; has = 0; wrote = 0; mayCrash = 0;
+    ok = 0; created = 0; handed = 0; has = 0; wrote = 0; mayCrash = 0; broken = 0;
     finished++
   }
 }
@@ -670,6 +751,23 @@ init {
     if :: crasher = 1 :: crasher = 2 fi;     /* the reconciler's last pass never crashes */
 #endif
 #endif
+#if defined(SAME_KEY)
+    mode = 4;
+    /*
+     * Node 1 owns block 0, filled before: a dead sandbox's entry (key 3, which the reconciler
+     * frees) at a0 and a live attachment's (key 2, watched by the monitor) at a1, with their
+     * claims; block 1 unclaimed. Keys 1 and 2 keep one pod name (only BROKEN_PODREF reads it).
+     */
+    aff[0] = 1;
+    pver[1] = 1; H(1, 0) = 3; H(1, 1) = 2;
+    cpool[0] = 1; ckey[0] = 3; cver[0] = 1;
+    cpool[1] = 1; ckey[1] = 2; cver[1] = 1;
+    podOf[1] = 1; podOf[2] = 1; podOf[3] = 2;
+    alive[1] = 1; alive[2] = 1; added[2] = 1; gotP[2] = 1; gotA[2] = 1;
+    npools = 2;
+    run Allocator(1, 1, 1, 0);     /* the agent */
+    run Allocator(2, 1, 1, 0);     /* the binary in direct mode, called for the same attachment at once */
+#else
     /* node 3 died: block 1 is its, and it held a2 for key 3 (pod 2), with its claim */
     aff[1] = 3;
     pver[2] = 1; H(2, 2) = 3;
@@ -688,12 +786,14 @@ init {
     if :: mode = 1 :: mode = 2 :: mode = 3 fi;
 #endif
     npools = (mode == 3 -> 3 : 2);
-    run Allocator(1, 1, 0);
+    alive[1] = 1; alive[2] = 1;    /* the attachments live from the start (until their DEL or crash) */
+    run Allocator(1, 1, 1, 0);
     if
-    :: mode == 1 -> run Allocator(2, 2, 0)     /* node 2: claims block 0 first, or borrows */
-    :: mode == 2 -> run Allocator(1, 2, 0)     /* the binary in direct mode beside the agent, same node */
-    :: mode == 3 -> run Allocator(0, 2, 1)     /* a direct writer of the overlapping plain pool */
+    :: mode == 1 -> run Allocator(2, 2, 2, 0)     /* node 2: claims block 0 first, or borrows */
+    :: mode == 2 -> run Allocator(2, 1, 2, 0)     /* the binary in direct mode beside the agent, same node */
+    :: mode == 3 -> run Allocator(2, 0, 2, 1)     /* a direct writer of the overlapping plain pool */
     fi;
+#endif
     run Reconciler()
   }
 }

@@ -26,7 +26,10 @@ interface Check {
   floor: number;
 }
 
-/** Every configuration (two nodes, agent beside direct mode, overlapping pool) in one run unless one is named. */
+/**
+ * The first three configurations (two nodes, agent beside direct mode, overlapping pool) in one run
+ * unless one is named; SAME_KEY (one attachment's two ADDs at once) only when named.
+ */
 const HOLDS: Check[] = FULL
   ? [
       { name: "a crash anywhere, both DEL, then the reconciler", defines: ["-DCRASH=1", "-DNPASS=0", "-DMAYDEL=2"], floor: 700_000 },
@@ -37,13 +40,23 @@ const HOLDS: Check[] = FULL
         defines: ["-DSAME_NODE", "-DCRASH=1", "-DNPASS=1", "-DMAYDEL=2"],
         floor: 100_000_000,
       },
+      {
+        name: "one attachment's two ADDs at once, fenced, and a concurrent reconciler pass freeing room in the node's full block",
+        defines: ["-DSAME_KEY", "-DCRASH=0", "-DNPASS=1", "-DMAYDEL=0", "-DMAXTRY=1"],
+        floor: 40_000_000,
+      },
     ]
   : [
-      { name: "a crash anywhere, both DEL, then the reconciler", defines: ["-DCRASH=1", "-DNPASS=0", "-DMAYDEL=2"], floor: 700_000 },
+      { name: "a crash anywhere, both DEL, then the reconciler", defines: ["-DCRASH=1", "-DNPASS=0", "-DMAYDEL=2"], floor: 1_000_000 },
       {
         name: "two nodes, or agent and direct mode on one node: a crash anywhere, a concurrent reconciler pass",
         defines: ["-DNO_OVERLAP", "-DCRASH=1", "-DNPASS=1", "-DMAYDEL=0"],
-        floor: 4_000_000,
+        floor: 5_500_000,
+      },
+      {
+        name: "one attachment's two ADDs at once on one node, fenced: a crash anywhere, both DEL, then the reconciler",
+        defines: ["-DSAME_KEY", "-DCRASH=1", "-DNPASS=0", "-DMAYDEL=2"],
+        floor: 3_000_000,
       },
     ];
 
@@ -72,6 +85,11 @@ const BROKEN: Broken[] = [
       /MSC: key \d reserved a(\d) in pool (?:3[\s\S]*MSC: key \d reserved a\1 in pool 1|1[\s\S]*MSC: key \d reserved a\1 in pool 3)/,
       /assertion violated/,
     ],
+  },
+  {
+    name: "one attachment's two ADDs, their choices not fenced: the key placed in two blocks",
+    defines: ["-DBROKEN_NOTOUCH", "-DSAME_KEY", "-DCRASH=0", "-DNPASS=1", "-DMAYDEL=0"],
+    shows: [/MSC: key 1 reserved a\d in pool (\d)[\s\S]*MSC: key 1 reserved a\d in pool (?!\1)\d/, /assertion violated/],
   },
 ];
 
