@@ -1,14 +1,15 @@
 import { spawnSync } from "node:child_process";
-import { lstatSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
-import { tmpdir } from "node:os";
+import { lstatSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { dispatch, type IpamConfig } from "@ipamkit/cni";
 import { delegatingStore, type IpamStore, StoreConflictError } from "@ipamkit/core";
 import { createFileStore } from "@ipamkit/storage-file";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AgentUnavailableError, agentStats, forwardToAgent } from "./client.js";
+import { confIn, env, makeAgentDir, rawCallTo } from "./server.fixtures.js";
 import { type Agent, startAgent } from "./server.js";
+
+// The raw frame (the native forwarder's) is in server.raw-frame.test.ts.
 
 let dir: string;
 let socketPath: string;
@@ -42,24 +43,11 @@ async function openStore(config: IpamConfig): Promise<IpamStore> {
   });
 }
 
-const conf = (ipam: Record<string, unknown> = {}) =>
-  JSON.stringify({
-    cniVersion: "1.1.0",
-    name: "net",
-    ipam: { type: "ipamkit", range: "10.30.0.0/24", data_dir: join(dir, "store"), configuration_path: dir, ...ipam },
-  });
-const env = (command: string, containerId = "c1") => ({
-  CNI_COMMAND: command,
-  CNI_CONTAINERID: containerId,
-  CNI_IFNAME: "net1",
-  CNI_NETNS: "/x",
-  CNI_PATH: "/x",
-});
+const conf = (ipam: Record<string, unknown> = {}) => confIn(dir, ipam);
+const rawCall = (bytes: string) => rawCallTo(socketPath, bytes);
 
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), "ipamkit-agent-"));
-  writeFileSync(join(dir, "whereabouts.conf"), "{}");
-  socketPath = join(dir, "run", "agent.sock");
+  ({ dir, socketPath } = makeAgentDir());
   opened = 0;
   conflicts = 0;
   claimReads = 0;
@@ -71,18 +59,6 @@ afterEach(async () => {
   agent = undefined;
   rmSync(dir, { recursive: true, force: true });
 });
-
-/** Raw request bytes → the raw answer. */
-function rawCall(bytes: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(socketPath);
-    let answer = "";
-    socket.on("data", (d) => (answer += d));
-    socket.on("end", () => resolve(answer));
-    socket.on("error", reject);
-    socket.end(bytes);
-  });
-}
 
 describe("the agent", () => {
   it("answers exactly what the plugin would print in direct mode", async () => {
@@ -272,54 +248,5 @@ describe("the agent", () => {
     }
     expect(() => statSync(socketPath)).toThrow();
     await expect(forwardToAgent({ socketPath, env: env("ADD"), stdin: conf() })).rejects.toMatchObject({ kind: "unreachable" });
-  });
-
-  describe("the raw frame (the native forwarder's)", () => {
-    const rawRequest = (stdin: string, socket: string, command = "ADD", containerId = "r1") =>
-      `${JSON.stringify({ v: 1, frame: "raw", socket, env: env(command, containerId), stdin })}\n`;
-    /** Header fields and the two texts, cut by the header's byte counts. */
-    const parseRaw = (answer: string) => {
-      const bytes = Buffer.from(answer);
-      const nl = bytes.indexOf(10);
-      const [tag, code, outLen, errLen] = bytes.subarray(0, nl).toString().split(" ");
-      const body = bytes.subarray(nl + 1);
-      expect(tag).toBe("raw");
-      expect(body.length).toBe(Number(outLen) + Number(errLen));
-      return {
-        exitCode: Number(code),
-        stdout: body.subarray(0, Number(outLen)).toString(),
-        stderr: body.subarray(Number(outLen)).toString(),
-      };
-    };
-
-    it("answers the same call as the JSON frame would, lengths counted in UTF-8 bytes", async () => {
-      // a multi-byte network name travels into the error message: byte and character counts differ
-      const named = conf({ agent_socket: socketPath, range: "10.30.0.0/33" }).replace('"name":"net"', '"name":"nét-ü"');
-      const viaRaw = parseRaw(await rawCall(rawRequest(named, socketPath, "ADD", "e1")));
-      const viaJson = await forwardToAgent({ socketPath, env: env("ADD", "e1"), stdin: named });
-      expect(viaRaw).toEqual({ exitCode: viaJson.exitCode, stdout: viaJson.stdout, stderr: viaJson.stderr });
-      expect(viaRaw.exitCode).toBe(1);
-      expect(JSON.parse(viaRaw.stdout)).toMatchObject({ code: 7 });
-
-      const added = parseRaw(await rawCall(rawRequest(conf({ agent_socket: socketPath }), socketPath)));
-      expect(added.exitCode).toBe(0);
-      expect(JSON.parse(added.stdout).ips).toEqual([{ address: "10.30.0.1/24" }]);
-      expect(agent?.stats()).toMatchObject({ raw: 2, requests: 3 });
-    });
-
-    it("serves every call it is given, whatever agent_socket the config names: the binary decided the route", async () => {
-      const elsewhere = join(dir, "other.sock");
-      // no routing again here (before 2026-12-07 the agent re-read agent_socket and answered `fallback`)
-      const served = [conf({ agent_socket: elsewhere }), conf()];
-      for (const [i, stdin] of served.entries()) {
-        const added = parseRaw(await rawCall(rawRequest(stdin, socketPath, "ADD", `s${i}`)));
-        expect(JSON.parse(added.stdout).ips).toEqual([{ address: `10.30.0.${i + 1}/24` }]);
-      }
-      // a config that is not JSON is the plugin's to report, in CNI terms
-      const broken = parseRaw(await rawCall(rawRequest("not json", socketPath)));
-      expect(broken.exitCode).toBe(1);
-      expect(JSON.parse(broken.stdout)).toMatchObject({ code: 6 });
-      expect(agent?.stats()).toMatchObject({ raw: 3, requests: 3, malformed: 0 });
-    });
   });
 });
