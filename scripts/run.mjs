@@ -88,6 +88,9 @@ if (job === "demo") {
     ["helm binary", ["bash", "test-infra/helm/build.sh"]],
     ["Whereabouts binary", ["bash", "test-infra/whereabouts/build.sh"]],
     ["real node binaries", ["bash", "test-infra/node/build.sh"]],
+    // the real cluster's control plane (kube-controller-manager, kube-scheduler, kubectl) and Multus
+    ["cluster binaries", ["bash", "test-infra/cluster/build.sh"]],
+    ["Multus binary", ["bash", "test-infra/multus/build.sh"]],
     ["build", ["turbo", "run", "build"]],
     ["exports", ["node", "scripts/check-exports.mjs"]],
     ["API reference (TypeDoc)", ["node", "scripts/api-docs.mjs"]],

@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type KubeApiserver, PROJECT_CRDS, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { loadAllYaml } from "@kubernetes/client-node";
+import { kubectlBinary } from "@ipamkit/node-launcher";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CHART, helmBinary, type Rendered } from "../test/helm.js";
 import { removeTempDirs, run, serviceAccountVolume, tempDir } from "../test/run.js";
@@ -178,7 +179,7 @@ describe("server-side dry-run on a real kube-apiserver", () => {
     await api?.stop();
   });
   const kubectl = (args: string[], input?: string) =>
-    execFileSync("kubectl", ["--kubeconfig", api.kubeconfigPath, ...args], { encoding: "utf8", input, stdio: ["pipe", "pipe", "pipe"] });
+    execFileSync(kubectlBinary(), ["--kubeconfig", api.kubeconfigPath, ...args], { encoding: "utf8", input, stdio: ["pipe", "pipe", "pipe"] });
 
   it("helm install creates it all for real (the CRDs from crds/ first), helm uninstall removes all but the CRDs", () => {
     const kube = ["--namespace", NAMESPACE, "--kubeconfig", api.kubeconfigPath];
