@@ -19,8 +19,24 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- default .Release.Namespace .Values.poolNamespace -}}
 {{- end -}}
 
+{{/* repository@digest when image.digest is set, else repository:tag (default the appVersion). */}}
 {{- define "ipamkit.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The labels a component's pods are selected by. */}}
+{{- define "ipamkit.selector" -}}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/name: {{ .name }}
+{{- end -}}
+
+{{/* The pod-level securityContext every pod gets: the runtime's default seccomp profile. */}}
+{{- define "ipamkit.podSeccomp" -}}
+seccompProfile: { type: RuntimeDefault }
 {{- end -}}
 
 {{- define "ipamkit.socket" -}}
@@ -97,3 +113,4 @@ allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
 capabilities: { drop: ["ALL"] }
 {{- end -}}
+
