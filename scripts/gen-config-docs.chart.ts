@@ -59,7 +59,7 @@ const isOpenMap = (s: Schema) => s.type === "object" && s.properties === undefin
 /** The comment lines above a key, joined (the `#` and the indentation removed); the parser gives a map's first key's to the map. */
 const commentOf = (pair: Pair, map: YAMLMap) => {
   const own = isScalar(pair.key) ? pair.key.commentBefore : undefined;
-  const text = (own ?? (map.items[0] === pair ? map.commentBefore : undefined)) ?? "";
+  const text = own ?? (map.items[0] === pair ? map.commentBefore : undefined) ?? "";
   return text
     .split("\n")
     .map((l) => l.trim())
@@ -82,16 +82,24 @@ export function chartValues(): ChartValue[] {
       documented.add(key);
       const comment = commentOf(pair as Pair, map) || inherited;
       if (isMap(pair.value) && !isOpenMap(inner)) walk(pair.value, inner, `${path}.`, comment);
-      else out.push({ path, default: isSeq(pair.value) || isMap(pair.value) ? pair.value.toJSON() : (pair.value as { value: unknown })?.value, comment, schema: inner });
+      else
+        out.push({
+          path,
+          default: isSeq(pair.value) || isMap(pair.value) ? pair.value.toJSON() : (pair.value as { value: unknown })?.value,
+          comment,
+          schema: inner,
+        });
     }
     const missing = Object.keys(s.properties ?? {}).filter((k) => !documented.has(k) && !(prefix === "" && k === "global"));
-    if (missing.length > 0) throw new Error(`charts/ipamkit: ${missing.map((k) => prefix + k).join(", ")} in values.schema.json but not in values.yaml`);
+    if (missing.length > 0)
+      throw new Error(`charts/ipamkit: ${missing.map((k) => prefix + k).join(", ")} in values.schema.json but not in values.yaml`);
   };
   walk(doc.contents as YAMLMap, schema, "", "");
   return out;
 }
 
-const shown = (value: unknown) => (value === "" ? '`""`' : code(typeof value === "string" ? value : JSON.stringify(value)));
+/** A default as the docs show it: `""`, `ipamkit`, `["ipamkit"]`. */
+export const shown = (value: unknown) => (value === "" ? '`""`' : code(typeof value === "string" ? value : JSON.stringify(value)));
 
 export function chartSection(): string[] {
   const lines = [

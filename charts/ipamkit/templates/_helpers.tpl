@@ -57,6 +57,9 @@ seccompProfile: { type: RuntimeDefault }
 {{- if and .Values.whereaboutsLease (ne .Values.store.type "kubernetes") -}}
 {{- fail "whereaboutsLease needs store.type kubernetes (Whereabouts' Lease guards its pools there)" -}}
 {{- end -}}
+{{- if and .Values.metrics.prometheusRule.enabled (not .Values.agent.metrics.enabled) (not .Values.reconciler.enabled) -}}
+{{- fail "metrics.prometheusRule needs agent.metrics.enabled or reconciler.enabled: nothing to alert on" -}}
+{{- end -}}
 {{- range .Values.cni.binaryNames -}}
 {{- if not (regexMatch "^[A-Za-z0-9][A-Za-z0-9._-]*$" .) -}}
 {{- fail (printf "cni.binaryNames: not a file name: %q" .) -}}
