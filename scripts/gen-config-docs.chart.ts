@@ -49,7 +49,8 @@ function typeOf(s: Schema): string {
     const not = s.items.not?.enum === undefined ? "" : `, not ${s.items.not.enum.map((v) => JSON.stringify(v)).join(", ")}`;
     return [`array of ${item}${not}`, ...bounds].join(", ");
   }
-  if (base === "string" && s.pattern !== undefined) bounds.unshift(`matching /${s.pattern}/`);
+  if (base.endsWith("string") && s.pattern !== undefined)
+    bounds.unshift(base === "string" ? `matching /${s.pattern}/` : `(a string matching /${s.pattern}/)`);
   return [base, ...bounds].join(" ");
 }
 
