@@ -1,10 +1,10 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, inject, it } from "vitest";
 import { DEFAULT_FLAT_FILE_PATHS } from "../../../packages/cni/src/config-paths.js";
 import { ALL_ON, container, ETCD_VALUES, find, helmRun, NAMESPACE, nodePod, reconcilerPod, refusal, template } from "../test/chart.js";
 import { CHART, type Rendered } from "../test/helm.js";
-import { removeTempDirs } from "../test/run.js";
+import { exited, removeTempDirs, start, tempDir, until } from "../test/run.js";
 import { DEFAULT_CNI_CACHE_DIRS } from "./install-args.js";
 import { NODE_CACHES, NODE_FILES } from "./install-run.js";
 
@@ -92,6 +92,35 @@ describe("what the values render", () => {
     expect(quiet.ports).toBeUndefined();
     expect(quiet.livenessProbe.exec.command).toEqual(socketProbe);
     expect(off.some((o) => o.metadata.name === "ipamkit-node-metrics")).toBe(false);
+  });
+
+  it("the real agent runs with the rendered arguments as the kubelet expands them, its /healthz and /metrics on the node's address", async () => {
+    const agent = container(nodePod(template()), "agent");
+    const dir = tempDir("ipamkit-chart-agent-");
+    // $(NODE_NAME) and $(POD_IP) as the kubelet expands them; the socket and a free port this test's own
+    const args = (agent.args as string[]).map((a) =>
+      a
+        .replace("$(NODE_NAME)", "node-a")
+        .replace("$(POD_IP)", "127.0.0.1")
+        .replace(":9464", ":0")
+        .replace("/run/ipamkit/agent.sock", join(dir, "agent.sock")),
+    );
+    expect(args).toContain("[127.0.0.1]:0");
+    const process = start(join(inject("pluginDist"), "ipamkit-agent"), args, {});
+    try {
+      await until("the agent's metrics listener", () => process.output().includes('"msg":"metrics listening"'), 20_000);
+      const line = process
+        .output()
+        .split("\n")
+        .find((l) => l.includes('"msg":"metrics listening"')) as string;
+      const url = (JSON.parse(line) as { url: string }).url;
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect((await fetch(`${url}${agent.livenessProbe.httpGet.path}`)).status).toBe(200);
+      expect(await (await fetch(`${url}/metrics`)).text()).toContain("# TYPE ipamkit_cni_calls_total counter");
+    } finally {
+      process.child.kill("SIGTERM");
+      await exited(process.child);
+    }
   });
 
   it("seccompProfile RuntimeDefault on every pod, Linux nodes, the reconciler's priority class and PodDisruptionBudget", () => {
