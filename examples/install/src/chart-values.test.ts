@@ -20,13 +20,17 @@ describe("values.schema.json refuses what the programs cannot serve", () => {
     const searched = DEFAULT_FLAT_FILE_PATHS.filter((p) => !p.startsWith("/host/")).map((p) =>
       p.replace(/\/whereabouts\.d\/whereabouts\.conf$/, ""),
     );
-    expect(SCHEMA.properties.cni.properties.confDir.enum).toEqual(searched);
+    expect(SCHEMA.properties.cni.then.properties.confDir.enum).toEqual(searched);
     expect(() => template(["--set", "cni.confDir=/etc/kubernetes/cni/net.d"])).not.toThrow();
     for (const bad of ["/etc/cni/other", "etc/cni/net.d"]) {
       expect(refusal(["--set", `cni.confDir=${bad}`])).toMatch(
         /at '\/cni\/confDir': value must be one of '\/etc\/kubernetes\/cni\/net\.d', '\/etc\/cni\/net\.d'/,
       );
     }
+    // networks that name the flat file themselves (ipam.configuration_path): any clean absolute path
+    const own = nodePod(template(["--set", "cni.confDir=/var/lib/cni-conf", "--set", "cni.configurationPathInNetworks=true"]));
+    expect(container(own, "install").args).toEqual(expect.arrayContaining(["--cni-conf-dir", "/var/lib/cni-conf"]));
+    expect(refusal(["--set", "cni.confDir=etc/cni", "--set", "cni.configurationPathInNetworks=true"])).toContain("at '/cni/confDir'");
   });
 
   it("cni.binaryNames: file names only, none a standard CNI plugin's or one of ipamkit's Node files, at least one", () => {
