@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,13 +11,15 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createReconcilerMetrics } from "../../cron-reconciler/src/metrics.js";
 import { ALL_ON, find, refusal, template } from "../test/chart.js";
 import type { Rendered } from "../test/helm.js";
+import { monitoringCheckBinary } from "../test/monitoring.js";
 import { removeTempDirs } from "../test/run.js";
 
 // The ServiceMonitor and PrometheusRule (metrics.serviceMonitor, metrics.prometheusRule): every
 // expression parses as PromQL (Prometheus' own grammar, @prometheus-io/lezer-promql), and every
 // metric and label it selects on is one the agent's or the reconciler's registry really exports,
 // with the label values the code really produces. No Prometheus Operator CRDs on the test
-// kube-apiserver: these two objects are not applied there.
+// kube-apiserver: these two objects are not applied there, but decoded strictly into the
+// operator's own Go types (test-infra/monitoring).
 
 afterAll(removeTempDirs);
 
@@ -55,7 +58,35 @@ function labelNames(registries: Registry[], name: string): string[] | undefined 
   return undefined;
 }
 
+/** monitoring-check's answer for these objects: its exit code and its lines. */
+function checkTypes(objects: Rendered[]): { code: number | null; lines: string[] } {
+  const r = spawnSync(monitoringCheckBinary(), [], { input: JSON.stringify(objects), encoding: "utf8" });
+  return { code: r.status, lines: `${r.stdout}${r.stderr}`.split("\n").filter((l) => l !== "") };
+}
+
 describe("the PrometheusRule and ServiceMonitor", () => {
+  it("decode strictly into the Prometheus Operator's own types (kubeconform -strict for these kinds), with every value set", () => {
+    const sets = [
+      ALL_ON,
+      [...ALL_ON, "--set", "metrics.serviceMonitor.labels.release=prom", "--set", "metrics.prometheusRule.labels.team=net"],
+    ];
+    for (const values of sets) {
+      const monitoring = template(values).filter((o) => o.apiVersion.startsWith("monitoring.coreos.com/"));
+      expect(monitoring.map((o) => o.kind).sort()).toEqual(["PrometheusRule", "ServiceMonitor"]);
+      expect(checkTypes(monitoring)).toEqual({ code: 0, lines: [] });
+    }
+    // the check can fail: a misspelt field, a wrong type
+    const [monitor, rule] = ["ServiceMonitor", "PrometheusRule"].map((kind) => structuredClone(find(template(ALL_ON), kind, "ipamkit")));
+    (monitor as Rendered).spec.endpoints[0].intervall = "10s";
+    (rule as Rendered).spec.groups[0].rules[0].for = 300;
+    const bad = checkTypes([monitor as Rendered, rule as Rendered]);
+    expect(bad.code).toBe(1);
+    expect(bad.lines).toEqual([
+      'ServiceMonitor/ipamkit: json: unknown field "intervall"',
+      "PrometheusRule/ipamkit: json: cannot unmarshal number into Go struct field Rule.spec.groups.rules.for of type v1.Duration",
+    ]);
+  });
+
   it("the ServiceMonitor scrapes both metrics Services by their port name", () => {
     const objects = template([...ALL_ON, "--set", "metrics.serviceMonitor.labels.release=prom"]);
     const monitor = find(objects, "ServiceMonitor", "ipamkit");
