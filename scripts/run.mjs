@@ -86,6 +86,7 @@ if (job === "demo") {
   const checks = [
     ["kube-apiserver binaries", ["bash", "test-infra/kube-apiserver/build.sh"]],
     ["helm binary", ["bash", "test-infra/helm/build.sh"]],
+    ["Prometheus Operator types check", ["bash", "test-infra/monitoring/build.sh"]],
     ["Whereabouts binary", ["bash", "test-infra/whereabouts/build.sh"]],
     ["real node binaries", ["bash", "test-infra/node/build.sh"]],
     // the real cluster's control plane (kube-controller-manager, kube-scheduler, kubectl) and Multus

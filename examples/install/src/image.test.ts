@@ -149,7 +149,7 @@ describe("the chart and the image agree", () => {
     const commands = (loadAllYaml(rendered) as Rendered[])
       .filter((o) => o?.kind === "DaemonSet" || o?.kind === "Deployment")
       .flatMap((o) => [...(o.spec.template.spec.initContainers ?? []), ...o.spec.template.spec.containers])
-      .flatMap((c: Rendered) => [c.command, c.readinessProbe?.exec?.command, c.livenessProbe?.exec?.command])
+      .flatMap((c: Rendered) => [c.command, c.startupProbe?.exec?.command, c.readinessProbe?.exec?.command, c.livenessProbe?.exec?.command])
       .filter((command): command is string[] => command !== undefined);
     expect(commands.length).toBeGreaterThanOrEqual(6);
     for (const [interpreter, program] of commands) {

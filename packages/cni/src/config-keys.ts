@@ -98,7 +98,8 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
   leader_retry_period: { description: "Accepted, unused (a warning).", whereabouts: "retry period, 500 ms", bad: -1 },
   sleep_for_race: { description: "Only 0 is accepted.", default: "0", whereabouts: "race-reproduction pause, s", bad: 5 },
   reconciler_cron_expression: {
-    description: "Accepted, unused by the plugin (a warning); the reconciler takes `--schedule`.",
+    description:
+      "Accepted, unused by the plugin (a warning); the reconciler takes `--schedule` or `--schedule-file` (the chart: `reconciler.schedule`, through its ConfigMap and `--schedule-file`).",
     whereabouts: "reconciler schedule when /cron-schedule/config is absent",
     bad: 5,
   },

@@ -45,6 +45,8 @@ function renderAgentChart(options: AgentPodOptions, namespace: string): Kubernet
       "image.pullPolicy": "Never",
       "cni.binDir": options.layout.cniBinDir,
       "cni.confDir": options.layout.cniConfDir,
+      // the node's networks name the flat file (config.ts: ipam.configuration_path): any confDir serves
+      "cni.configurationPathInNetworks": "true",
       "agent.socketDir": options.layout.agentDir,
       "reconciler.enabled": "false",
       ...options.values,
