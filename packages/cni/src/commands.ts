@@ -11,6 +11,7 @@ import {
   type IpamStore,
   ipAt,
   keepExpired,
+  parseIp,
   type Range,
 } from "@ipamkit/core";
 import { CNI_CODES, CniError } from "./errors.js";
@@ -109,13 +110,21 @@ export async function add(ctx: CommandContext): Promise<object> {
     ...(args.podUid === undefined ? {} : { podUid: args.podUid }),
     ...(config.sticky === undefined ? {} : { sticky: config.sticky.keepSeconds }),
   });
+  const gatewayOf = (range: Range) => config.gateways[ctx.ranges.indexOf(range)];
   return buildResult({
     cniVersion: config.cniVersion,
-    ips: assigned.map((a) => ({
-      address: a.address,
-      prefix: a.range.cidr.prefix,
-      ...(a.range.gateway === undefined ? {} : { gateway: a.range.gateway }),
-    })),
+    ips: [
+      ...assigned.map((a) => {
+        const gateway = gatewayOf(a.range);
+        return { address: a.address, prefix: a.range.cidr.prefix, ...(gateway === undefined ? {} : { gateway: parseIp(gateway) }) };
+      }),
+      // Whereabouts appends `addresses` (static) after the allocated ones
+      ...config.staticAddresses.map(({ address, gateway }) => {
+        const slash = address.indexOf("/");
+        const ip = { address: parseIp(address.slice(0, slash)), prefix: Number(address.slice(slash + 1)) };
+        return gateway === undefined ? ip : { ...ip, gateway: parseIp(gateway) };
+      }),
+    ],
     routes: config.routes,
     dns: config.dns,
   });

@@ -104,6 +104,13 @@ export function parseJson(text: string, key: string, what: string): unknown {
   }
 }
 
+/** `text` with every occurrence of the given secrets (3 characters or more) replaced by `<redacted>`. */
+export function scrubText(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) if (secret.length >= 3 && out.includes(secret)) out = out.split(secret).join("<redacted>");
+  return out;
+}
+
 /** Replaces every occurrence of the given secrets in a ConfigError message (a last line of defence). */
 export function scrubSecrets(error: ConfigError, secrets: readonly string[]): ConfigError {
   let message = error.message.replace(/^\[ipamkit\] \[cni\] /, "");

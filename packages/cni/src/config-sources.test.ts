@@ -81,10 +81,10 @@ describe("loadIpamConfig: flat file", () => {
   });
 
   it("fails with code 7 naming the key and the file when the flat file is invalid", () => {
-    const fs = memFs({ [CNI_FLAT]: { datastore: "kubernetes", bogus: 1 } });
-    expectConfigError(() => load(netConf(V4), { fs }), 7, "ipam.bogus", "unknown key", CNI_FLAT);
-    const badRange = memFs({ [CNI_FLAT]: { range: "10.0.0.0/24", range_start: "10.1.0.1" } });
-    expectConfigError(() => load(netConf({}), { fs: badRange }), 7, "ipam.range_start", '"10.1.0.1"', CNI_FLAT);
+    const fs = memFs({ [CNI_FLAT]: { datastore: "kubernetes", log_level: 5 } });
+    expectConfigError(() => load(netConf(V4), { fs }), 7, "ipam.log_level", "5", CNI_FLAT);
+    const badRange = memFs({ [CNI_FLAT]: { ipRanges: [{ range: "10.0.0.0/24", exclude: ["x"] }] } });
+    expectConfigError(() => load(netConf({}), { fs: badRange }), 7, "ipam.ipRanges[0].exclude[0]", '"x"', CNI_FLAT);
     expectConfigError(() => load(netConf(V4), { fs: memFs({ [CNI_FLAT]: "[]" }) }), 7, CNI_FLAT, "JSON object");
   });
 });
@@ -103,6 +103,7 @@ describe("loadIpamConfig: datastore", () => {
     const config = load(
       netConf({
         ...V4,
+        type: "ipamkit",
         datastore: "file",
         data_dir: "/d",
         kubernetes: { kubeconfig: "/k" },
@@ -120,6 +121,16 @@ describe("loadIpamConfig: datastore", () => {
     ]);
     const k8s = load(netConf({ ...V4, datastore: "kubernetes", kubernetes: { kubeconfig: "/k" }, data_dir: "/d" }));
     expect(k8s.warnings).toEqual(['ipam.data_dir is accepted but unused: datastore is "kubernetes"']);
+  });
+
+  it('type "whereabouts" with a kubeconfig stays on Kubernetes whatever datastore says, as Whereabouts does (a stale datastore: etcd)', () => {
+    const fs = memFs({ [CNI_FLAT]: { datastore: "kubernetes", kubernetes: { kubeconfig: "/k" } } });
+    const stale = load(netConf({ ...V4, datastore: "etcd", etcd_host: "http://10.0.0.1:2379" }), { fs });
+    expect(stale.datastore).toBe("kubernetes");
+    expect(stale.warnings.join("\n")).toContain('ipam.datastore "etcd" is ignored: with type "whereabouts" and kubernetes.kubeconfig');
+    expect(load(netConf({ ...V4, datastore: "consul" }), { fs }).datastore).toBe("kubernetes");
+    // type "ipamkit" chooses its store as asked
+    expect(load(netConf({ ...V4, type: "ipamkit", datastore: "etcd", etcd_host: "http://10.0.0.1:2379" }), { fs }).datastore).toBe("etcd");
   });
 
   it("requires the chosen store's settings with code 7", () => {

@@ -11,7 +11,8 @@ import {
   stickyOf,
   warnUnused,
 } from "./config-checks.js";
-import { ConfigError, configError, fromZodError, parseJson, scrubSecrets } from "./config-errors.js";
+import { normalizeIpamKeys } from "./config-compat.js";
+import { ConfigError, configError, fromZodError, parseJson, scrubSecrets, scrubText } from "./config-errors.js";
 import {
   configurationPathFile,
   findFlatFile,
@@ -23,6 +24,7 @@ import {
 } from "./config-flat.js";
 import { buildRanges, type SourceOf, specOf } from "./config-ranges.js";
 import { type IpamInput, type NetConfInput, netConfSchema } from "./config-schema.js";
+import { staticAddressesOf, warnNameservers } from "./config-static.js";
 import type { CniVersion, ConfigFs, IpamConfig } from "./types.js";
 
 export { ConfigError } from "./config-errors.js";
@@ -46,18 +48,26 @@ export function loadIpamConfigAndRanges(
 ): { config: IpamConfig; ranges: Range[] } {
   const secrets: string[] = [];
   try {
-    return load(stdin, options, secrets);
+    const loaded = load(stdin, options, secrets);
+    // a warning may echo a value (an ignored range_start…): never a password
+    loaded.config.warnings = loaded.config.warnings.map((line) => scrubText(line, secrets));
+    return loaded;
   } catch (error) {
     if (error instanceof ConfigError) throw scrubSecrets(error, secrets);
     throw error;
   }
 }
 
-/** stdin's network config: parsed, its version checked, validated by the schema. */
-function parseStdin(stdin: string, secrets: string[]): { raw: Record<string, unknown>; conf: NetConfInput; cniVersion: CniVersion } {
-  const raw = parseJson(stdin, "stdin", "the network config on stdin");
-  if (!isPlainObject(raw)) throw new ConfigError(7, "stdin", "the network config on stdin must be a JSON object");
-  rememberSecret(raw.ipam, secrets);
+/** stdin's network config: parsed, its `ipam` keys read as Whereabouts reads them, its version checked, validated by the schema. */
+function parseStdin(
+  stdin: string,
+  secrets: string[],
+  warnings: string[],
+): { raw: Record<string, unknown>; conf: NetConfInput; cniVersion: CniVersion } {
+  const parsedJson = parseJson(stdin, "stdin", "the network config on stdin");
+  if (!isPlainObject(parsedJson)) throw new ConfigError(7, "stdin", "the network config on stdin must be a JSON object");
+  rememberSecret(parsedJson.ipam, secrets);
+  const raw = isPlainObject(parsedJson.ipam) ? { ...parsedJson, ipam: normalizeIpamKeys(parsedJson.ipam, "ipam.", warnings) } : parsedJson;
   const cniVersion = checkVersion(raw.cniVersion);
   const parsed = netConfSchema.safeParse(raw);
   if (!parsed.success) throw fromZodError(parsed.error, raw, []);
@@ -79,8 +89,11 @@ function mergeWithFlatFile(
   let merged = inline;
   let fromFlat = new Set<string>();
   if (flatPath !== undefined) {
-    const flat = readFlatFile(fs, flatPath);
-    rememberSecret(flat.raw, secrets);
+    const read = readFlatFile(fs, flatPath);
+    rememberSecret(read.raw, secrets);
+    const flatWarnings: string[] = [];
+    const flat = { ...read, raw: normalizeIpamKeys(read.raw, "ipam.", flatWarnings) };
+    for (const line of flatWarnings) warnings.push(`flat file ${flatPath}: ${line}`);
     validateFlatFile(flat);
     ({ merged, fromFlat } = mergeFlat(merged, flat.raw));
     if (Object.hasOwn(flat.raw, "enable_overlapping_ranges")) {
@@ -101,12 +114,12 @@ function load(
   { fs, command }: { fs: ConfigFs; command: string },
   secrets: string[],
 ): { config: IpamConfig; ranges: Range[] } {
-  const { raw, conf, cniVersion } = parseStdin(stdin, secrets);
+  const warnings: string[] = [];
+  const { raw, conf, cniVersion } = parseStdin(stdin, secrets, warnings);
   const validAttachments = conf["cni.dev/valid-attachments"]?.map(({ containerID, ifname }) => ({ containerID, ifname }));
   if (command === "GC" && validAttachments === undefined) {
     throw configError(7, "cni.dev/valid-attachments", undefined, "required for GC (an empty list means no attachment is valid)");
   }
-  const warnings: string[] = [];
   const requestedIps = collectRequestedIps(conf, warnings);
   const merging = { fs, secrets, warnings };
   const { ipam, sourceOf, flatPath } = mergeWithFlatFile(raw.ipam as Record<string, unknown>, conf.ipam.configuration_path, merging);
@@ -119,9 +132,12 @@ function load(
       source: sourceOf("network_name"),
     });
   }
-  const parsedRanges = buildRanges(ipam, sourceOf, warnings);
+  const { ranges: parsedRanges, gateways } = buildRanges(ipam, sourceOf, warnings);
+  const staticAddresses = staticAddressesOf(ipam, sourceOf);
+  checkLegacyVersion(cniVersion, parsedRanges, staticAddresses);
+  warnNameservers(ipam, warnings);
   const nodeBlocks = checkNodeBlocks(ipam, parsedRanges, sourceOf, warnings);
-  const datastore = chooseDatastore(ipam, sourceOf);
+  const datastore = chooseDatastore(ipam, sourceOf, warnings);
   warnUnused(ipam, datastore, sourceOf, warnings);
   checkWhereaboutsLease(ipam, datastore, sourceOf);
   const config: IpamConfig = {
@@ -129,6 +145,8 @@ function load(
     name: conf.name,
     networkName: ipam.network_name ?? "",
     ranges: parsedRanges.map(specOf),
+    gateways,
+    staticAddresses,
     routes: ipam.routes ?? [],
     dns: ipam.dns,
     overlappingRanges: ipam.enable_overlapping_ranges ?? true,
@@ -145,6 +163,23 @@ function load(
     warnings,
   };
   return { config, ranges: parsedRanges };
+}
+
+/** 0.1.0 and 0.2.0 results hold one address per family: more is refused (Whereabouts refuses it for static addresses). */
+function checkLegacyVersion(cniVersion: CniVersion, ranges: readonly Range[], staticAddresses: IpamConfig["staticAddresses"]): void {
+  if (cniVersion !== "0.1.0" && cniVersion !== "0.2.0") return;
+  for (const family of [4, 6] as const) {
+    const count =
+      ranges.filter((r) => r.family === family).length + staticAddresses.filter((a) => a.address.includes(":") === (family === 6)).length;
+    if (count > 1) {
+      throw configError(
+        7,
+        "cniVersion",
+        cniVersion,
+        `a ${cniVersion} result holds one IPv${family} address, this config gives ${count}; use cniVersion 0.3.1 or later`,
+      );
+    }
+  }
 }
 
 /** Each store's settings (only the chosen datastore's are used; warnUnused names the others). */
