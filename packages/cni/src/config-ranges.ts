@@ -239,7 +239,13 @@ export function buildRanges(ipam: IpamInput, sourceOf: SourceOf, warnings: strin
     const { cidr } = parsed;
     const source = { source: entry.sourceFor("range") };
     if (cidr.prefix < MIN_RANGE_PREFIX) {
-      throw configError(7, `${entry.prefix}range`, entry.range, `prefix /${cidr.prefix} is shorter than /${MIN_RANGE_PREFIX}`, source);
+      throw configError(
+        7,
+        `${entry.prefix}range`,
+        entry.range,
+        `prefix /${cidr.prefix} is shorter than /${MIN_RANGE_PREFIX}; use /${MIN_RANGE_PREFIX} or longer`,
+        source,
+      );
     }
     if (cidr.size < 4n) {
       throw configError(

@@ -87,13 +87,8 @@ const ipamShape = {
   dns: opt(dnsSchema),
   addresses: opt(z.array(addressSchema)),
   enable_overlapping_ranges: opt(z.boolean()),
-  network_name: opt(
-    z
-      .string()
-      .check(
-        z.regex(NETWORK_NAME, { error: "must be empty or a lowercase DNS-1123 label fragment (a-z, 0-9, '-'; alphanumeric at both ends)" }),
-      ),
-  ),
+  // checked in config.ts, where the message can suggest the nearest valid name
+  network_name: opt(str()),
   node_slice_size: opt(str()),
   leader_lease_duration: opt(nonNegativeInt()),
   leader_renew_deadline: opt(nonNegativeInt()),

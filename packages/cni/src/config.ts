@@ -23,7 +23,7 @@ import {
   validateFlatFile,
 } from "./config-flat.js";
 import { buildRanges, type SourceOf, specOf } from "./config-ranges.js";
-import { type IpamInput, type NetConfInput, netConfSchema } from "./config-schema.js";
+import { type IpamInput, NETWORK_NAME, type NetConfInput, netConfSchema } from "./config-schema.js";
 import { staticAddressesOf, warnNameservers } from "./config-static.js";
 import type { CniVersion, ConfigFs, IpamConfig } from "./types.js";
 
@@ -127,6 +127,7 @@ function load(
   if (ipam.agent_required === true && !present(ipam.agent_socket)) {
     throw configError(7, "ipam.agent_required", true, "needs ipam.agent_socket", { source: sourceOf("agent_required") });
   }
+  checkNetworkName(ipam.network_name, sourceOf);
   if (ipam.network_name !== undefined && isAffinityNetwork(ipam.network_name)) {
     throw configError(7, "ipam.network_name", ipam.network_name, 'names ending in "node-blocks" are reserved for per-node block claims', {
       source: sourceOf("network_name"),
@@ -163,6 +164,28 @@ function load(
     warnings,
   };
   return { config, ranges: parsedRanges };
+}
+
+/**
+ * `network_name` prefixes object names: a lowercase DNS-1123 label fragment (Whereabouts takes any
+ * text, and the API server then refuses every pool it names). The error suggests the nearest valid name.
+ */
+function checkNetworkName(name: string | undefined, sourceOf: SourceOf): void {
+  if (name === undefined || NETWORK_NAME.test(name)) return;
+  const nearest = name
+    .toLowerCase()
+    .replace(/[^-a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "");
+  const hint = nearest === "" ? "" : `; e.g. "${nearest}"`;
+  throw configError(
+    7,
+    "ipam.network_name",
+    name,
+    `must be empty or a lowercase DNS-1123 label fragment (a-z, 0-9, '-'; alphanumeric at both ends)${hint}`,
+    {
+      source: sourceOf("network_name"),
+    },
+  );
 }
 
 /** 0.1.0 and 0.2.0 results hold one address per family: more is refused (Whereabouts refuses it for static addresses). */

@@ -23,3 +23,5 @@ export { buildResult, parsePrevResult } from "./result.js";
 export type { CniArgs, CniCommand, CniVersion, ConfigFs, Datastore, Dns, IpamConfig, Route } from "./types.js";
 export { SUPPORTED_VERSIONS } from "./types.js";
 export { commandAllowed, compareVersions, isSupported, versionResult } from "./versions.js";
+export type { WhereaboutsDifference } from "./whereabouts-differences.js";
+export { WHEREABOUTS_DIFFERENCES } from "./whereabouts-differences.js";
