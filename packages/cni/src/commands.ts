@@ -88,8 +88,11 @@ function needKey(ctx: CommandContext): AttachmentKey {
 
 /** The Lease an ADD holds (`whereabouts_lease`); asked for but not provided is an error, never ignored. */
 function leaseOf(ctx: CommandContext): Exclusive | undefined {
-  if (ctx.config.kubernetes.whereaboutsLease !== true) return undefined;
+  const asked = ctx.config.kubernetes.whereaboutsLease;
+  if (asked === undefined || ctx.config.datastore !== "kubernetes") return undefined;
   if (ctx.exclusive === undefined) {
+    // auto: an edge that cannot hold it has nothing to coordinate with
+    if (asked === "auto") return undefined;
     throw new CniError(CNI_CODES.UNSUPPORTED_FIELD, "ipam.whereabouts_lease: this plugin build cannot hold Whereabouts' Lease");
   }
   return ctx.exclusive;

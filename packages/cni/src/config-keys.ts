@@ -205,8 +205,9 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
     bad: 0,
   },
   whereabouts_lease: {
-    description: "Hold Whereabouts' `whereabouts` Lease around each ADD's writes, for a Whereabouts running beside ipamkit.",
-    default: "`false`",
+    description:
+      "Hold Whereabouts' `whereabouts` Lease around each ADD's writes: `true` always, `false` never; unset, only while Whereabouts was seen writing that Lease in the last hour (one read of the Lease per ADD; Kubernetes store, not with `node_block_size`).",
+    default: "unset (auto)",
     whereabouts: "its per-operation leader election",
     bad: true,
   },

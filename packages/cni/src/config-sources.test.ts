@@ -43,12 +43,12 @@ describe("loadIpamConfig: flat file", () => {
     const fs = memFs({ [CNI_FLAT]: flat });
     const fromFlat = load(netConf({ kubernetes: { k8s_api_root: "https://api" } }), { fs });
     expect(fromFlat.ranges).toEqual([{ range: "10.9.0.0/24", gateway: "10.9.0.1" }]);
-    expect(fromFlat.kubernetes).toEqual({ kubeconfig: "/flat.kubeconfig" });
+    expect(fromFlat.kubernetes).toEqual({ kubeconfig: "/flat.kubeconfig", whereaboutsLease: "auto" });
     expect(fromFlat.datastore).toBe("kubernetes");
     expect(fromFlat.networkName).toBe("flat");
     const inline = load(netConf({ ...V4, network_name: "", gateway: "10.0.0.254", kubernetes: { kubeconfig: "/inline" } }), { fs });
     expect(inline.ranges).toEqual([{ range: "10.0.0.0/24", gateway: "10.0.0.254" }]);
-    expect(inline.kubernetes).toEqual({ kubeconfig: "/inline" });
+    expect(inline.kubernetes).toEqual({ kubeconfig: "/inline", whereaboutsLease: "auto" });
     // "" was set inline: it is not a zero value the flat file may overwrite.
     expect(inline.networkName).toBe("");
   });
@@ -68,7 +68,7 @@ describe("loadIpamConfig: flat file", () => {
   it("reads the installer's flat file: kubernetes datastore, cron warning naming the file", () => {
     const config = load(netConf(V4), { fs: memFs({ [CNI_FLAT]: INSTALLER_FLAT }) });
     expect(config.datastore).toBe("kubernetes");
-    expect(config.kubernetes).toEqual({ kubeconfig: INSTALLER_FLAT.kubernetes.kubeconfig });
+    expect(config.kubernetes).toEqual({ kubeconfig: INSTALLER_FLAT.kubernetes.kubeconfig, whereaboutsLease: "auto" });
     expect(config.flatFile).toBe(CNI_FLAT);
     expect(config.warnings).toEqual([
       `ipam.reconciler_cron_expression (from flat file ${CNI_FLAT}) is accepted but unused: it is read by the reconciler, not by the plugin`,

@@ -25,7 +25,7 @@ import {
 import { buildRanges, type SourceOf, specOf } from "./config-ranges.js";
 import { type IpamInput, NETWORK_NAME, type NetConfInput, netConfSchema } from "./config-schema.js";
 import { staticAddressesOf, warnNameservers } from "./config-static.js";
-import type { CniVersion, ConfigFs, IpamConfig } from "./types.js";
+import type { CniVersion, ConfigFs, Datastore, IpamConfig } from "./types.js";
 
 export { ConfigError } from "./config-errors.js";
 
@@ -153,7 +153,7 @@ function load(
     overlappingRanges: ipam.enable_overlapping_ranges ?? true,
     policy: present(ipam.allocation_policy) ? (ipam.allocation_policy as IpamConfig["policy"]) : "lowest-free",
     datastore,
-    ...storeSettings(ipam),
+    ...storeSettings(ipam, datastore),
     agent: { ...definedOnly({ socket: ipam.agent_socket }), required: ipam.agent_required ?? false },
     requestedIps,
     nodeBlocks,
@@ -205,8 +205,19 @@ function checkLegacyVersion(cniVersion: CniVersion, ranges: readonly Range[], st
   }
 }
 
+/**
+ * `whereabouts_lease`: true takes Whereabouts' Lease around every ADD's writes; false never; unset
+ * ("auto") takes it only while Whereabouts is seen writing it (the Kubernetes store, not per-node
+ * blocks, which Whereabouts never writes).
+ */
+function whereaboutsLeaseOf(ipam: IpamInput, datastore: Datastore): Pick<IpamConfig["kubernetes"], "whereaboutsLease"> {
+  if (ipam.whereabouts_lease === true) return { whereaboutsLease: true };
+  if (ipam.whereabouts_lease === false || ipam.node_block_size !== undefined || datastore !== "kubernetes") return {};
+  return { whereaboutsLease: "auto" };
+}
+
 /** Each store's settings (only the chosen datastore's are used; warnUnused names the others). */
-function storeSettings(ipam: IpamInput): Pick<IpamConfig, "dataDir" | "etcd" | "kubernetes"> {
+function storeSettings(ipam: IpamInput, datastore: Datastore): Pick<IpamConfig, "dataDir" | "etcd" | "kubernetes"> {
   return {
     dataDir: ipam.data_dir ?? DEFAULT_DATA_DIR,
     etcd: definedOnly({
@@ -219,7 +230,7 @@ function storeSettings(ipam: IpamInput): Pick<IpamConfig, "dataDir" | "etcd" | "
     }),
     kubernetes: {
       ...definedOnly({ kubeconfig: ipam.kubernetes?.kubeconfig }),
-      ...(ipam.whereabouts_lease === true ? { whereaboutsLease: true } : {}),
+      ...whereaboutsLeaseOf(ipam, datastore),
     },
   };
 }

@@ -116,7 +116,10 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
         args,
         ...(node === undefined ? {} : { node }),
         stderr: (line) => options.stderr(`ipamkit: ${line}\n`),
-        ...(command === "ADD" && config.kubernetes.whereaboutsLease === true && options.openExclusive !== undefined
+        ...(command === "ADD" &&
+        config.datastore === "kubernetes" &&
+        config.kubernetes.whereaboutsLease !== undefined &&
+        options.openExclusive !== undefined
           ? { exclusive: options.openExclusive(config, holderOf(args, env.containerId)) }
           : {}),
         // only the verbs that take an attachment read (and validate) it, as checkEnv requires

@@ -66,7 +66,7 @@ export interface IpamConfig {
    * hold Whereabouts' Lease around each ADD's writes, so that a Whereabouts beside ipamkit never
    * meets an ipamkit claim between its check and its create.
    */
-  kubernetes: { kubeconfig?: string; whereaboutsLease?: true };
+  kubernetes: { kubeconfig?: string; whereaboutsLease?: true | "auto" };
   /** Addresses requested in the config (`runtimeConfig.ips`, `args.cni.ips`), without prefix. */
   requestedIps: string[];
   /**
