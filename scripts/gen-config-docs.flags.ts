@@ -223,6 +223,10 @@ export const CLI_FLAGS: Record<string, FlagDoc> = {
   progress: { whereabouts: "—" },
   grace: { whereabouts: "the reconciler's `--grace`", bad: ["audit", "--grace", "soon"] },
   settle: { whereabouts: "—", bad: ["audit", "--settle", "x"] },
+  "flat-file": {
+    whereabouts: "the nodes' `whereabouts.conf`",
+    bad: ["preflight", "--kubeconfig", "/dev/null", "--flat-file", "/nonexistent/whereabouts.conf"],
+  },
   "no-claims": { whereabouts: "`enable_overlapping_ranges: false`" },
   "no-pods": { whereabouts: "—" },
   "allow-legacy": { whereabouts: "—" },

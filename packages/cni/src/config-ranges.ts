@@ -92,7 +92,8 @@ interface Parsed {
 function parseBounds(entry: Entry, warnings: string[]): Parsed {
   const { prefix, range } = entry;
   const source = { source: entry.sourceFor("range") };
-  const text = range.trim();
+  // not trimmed: Go's ParseCIDR refuses " 10.0.0.0/24", and so does ipamkit
+  const text = range;
   const dash = text.indexOf("-");
   if (dash >= 0) {
     const start = parseIpSloppy(text.slice(0, dash));
@@ -294,7 +295,7 @@ export function buildRanges(ipam: IpamInput, sourceOf: SourceOf, warnings: strin
 
 /** A `range` written with host bits (`10.0.0.77/24`) is taken as its network, as Whereabouts does; a warning says so. */
 function warnHostBits(entry: Entry, parsed: Parsed, warnings: string[]): void {
-  const text = entry.range.trim();
+  const text = entry.range;
   if (text.includes("-")) return; // `first-last/prefix`: the address is the range end
   const written = parseCidrSloppy(text);
   if (written !== undefined && written.ip.value !== parsed.cidr.network) {

@@ -4,6 +4,7 @@ export type { CommandContext } from "./commands.js";
 export { ConfigError, loadIpamConfig, whereaboutsEtcdKeys } from "./config.js";
 export type { ConfigCache, ConfigCacheOptions, PreparedConfig } from "./config-cache.js";
 export { createConfigCache, prepareConfig } from "./config-cache.js";
+export { DEFAULT_FLAT_FILE_PATHS } from "./config-paths.js";
 export { NODE_NAME } from "./config-schema.js";
 export type { DispatcherOptions } from "./dispatcher.js";
 export { ABOUT_TEXT, dispatch } from "./dispatcher.js";

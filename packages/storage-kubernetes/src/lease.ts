@@ -142,7 +142,9 @@ async function hold<T>(ctx: LeaseContext, fn: () => Promise<T>): Promise<T> {
   const api = createObjectApi({ kubeConfig, namespace, requestTimeoutMs: options.requestTimeoutMs ?? 10_000, pageSize: 1 });
   try {
     if (options.auto !== undefined) {
-      const lease = (await api.get(LEASE, ctx.name)) as Lease | undefined;
+      // a read that fails (no RBAC for leases, a timeout) cannot show Whereabouts: go on without
+      // the Lease, which only spares Whereabouts a retry; correctness is the compare-and-swap's
+      const lease = (await api.get(LEASE, ctx.name).catch(() => undefined)) as Lease | undefined;
       const seen = whereaboutsSeen(lease);
       const within = options.auto.activeWithinMs ?? WHEREABOUTS_ACTIVE_WITHIN_MS;
       if (seen === undefined || ctx.now().getTime() - seen > within) return await fn();
