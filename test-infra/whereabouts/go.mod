@@ -2,7 +2,10 @@ module github.com/ipamkit/ipamkit/test-infra/whereabouts
 
 go 1.26.0
 
-tool github.com/k8snetworkplumbingwg/whereabouts/cmd
+tool (
+	github.com/k8snetworkplumbingwg/whereabouts/cmd
+	github.com/k8snetworkplumbingwg/whereabouts/cmd/nodeslicecontroller
+)
 
 require (
 	github.com/blang/semver v3.5.1+incompatible // indirect
@@ -15,6 +18,7 @@ require (
 	github.com/go-openapi/jsonreference v0.20.2 // indirect
 	github.com/go-openapi/swag v0.23.0 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
+	github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/gnostic-models v0.6.9 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
@@ -23,6 +27,7 @@ require (
 	github.com/imdario/mergo v0.3.16 // indirect
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/k8snetworkplumbingwg/network-attachment-definition-client v1.7.6 // indirect
 	github.com/k8snetworkplumbingwg/whereabouts v0.9.2 // indirect
 	github.com/mailru/easyjson v0.7.7 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect

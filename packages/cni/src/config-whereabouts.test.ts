@@ -103,6 +103,27 @@ describe("ranges as Whereabouts reads them", () => {
   });
 });
 
+describe("errors: one line naming the key, its value and the nearest accepted form", () => {
+  it("suggests the value in the right JSON type", () => {
+    expectConfigError(
+      () => load(netConf({ ...V4, enable_overlapping_ranges: "false" })),
+      7,
+      "ipam.enable_overlapping_ranges",
+      "write false (no quotes)",
+    );
+    expectConfigError(
+      () => load(netConf({ ...V4, leader_lease_duration: "1500" })),
+      7,
+      "ipam.leader_lease_duration",
+      "write 1500 (no quotes)",
+    );
+    expectConfigError(() => load(netConf({ ...V4, log_level: 5 })), 7, "ipam.log_level", 'write "5"');
+    expectConfigError(() => load(netConf({ ...V4, exclude: "10.0.0.1" })), 7, "ipam.exclude", 'write ["10.0.0.1"]');
+    const error = expectConfigError(() => load(netConf({ ...V4, network_name: "Tenant_A" })), 7, "ipam.network_name", 'e.g. "tenant-a"');
+    expect(error.message.includes("\n")).toBe(false);
+  });
+});
+
 describe("results Whereabouts gives", () => {
   it("appends static addresses (addresses) after the allocated ones", () => {
     const config = load(netConf({ ...V4, addresses: [{ address: "10.10.0.5/24", gateway: "10.10.0.254" }, { address: "fd00::5/64" }] }));
