@@ -176,7 +176,10 @@ function differencesSection(): string[] {
   for (const d of WHEREABOUTS_DIFFERENCES) {
     lines.push(`<a id="difference-${d.id}"></a>**${d.id}** — Whereabouts: ${d.whereabouts} ipamkit: ${d.ipamkit} Why: ${d.why}`, "");
   }
-  return lines.slice(0, -1);
+  lines.push(
+    "Not supported yet, and no deliberate difference: Whereabouts' node slices (`node_slice_size`). A network that sets it is refused (code 2), so `ipamkit preflight` reports it as refused and the swap as not safe; ipamkit's own per-node blocks (`node_block_size`) need no controller.",
+  );
+  return lines;
 }
 
 export async function renderConfigurationDoc(): Promise<string> {

@@ -91,7 +91,7 @@ describe("ipamkit beside Whereabouts v0.9.2 on Whereabouts' CRDs", () => {
   // ipamkit ADD succeeds, a Whereabouts ADD fails only that way, no address twice, nothing left.
   it("10 ipamkit + 10 Whereabouts ADDs at once, 3 rounds, whereabouts_lease: false: no duplicates, ipamkit never fails, Whereabouts only on the ORIP create; every DEL leaves nothing", async () => {
     await mixedRounds("10.81.3.0/24", { whereabouts_lease: false }, "only-orip-create");
-  }, 120_000);
+  }, 180_000);
 
   // The defaults: ipamkit sees Whereabouts write its Lease (the tests above ran it) and takes part
   // in that Lease by itself, so no Whereabouts ADD fails.
