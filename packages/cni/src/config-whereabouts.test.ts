@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { expectConfigError, load, netConf, V4 } from "./config-test-kit.js";
-import { createWarnOnce } from "./warn-once.js";
 
 // Configs read as Whereabouts v0.9 reads them (pkg/config/config.go, pkg/types/types.go,
 // pkg/iphelpers GetIPRange): what is accepted, how ranges come out, and the warning each gets.
@@ -145,20 +144,5 @@ describe("results Whereabouts gives", () => {
       "one IPv4 address",
       "0.3.1",
     );
-  });
-});
-
-describe("createWarnOnce", () => {
-  it("passes each line once per network, and again for another network", () => {
-    const once = createWarnOnce();
-    expect(once.fresh("net1/", ["a", "b"])).toEqual(["a", "b"]);
-    expect(once.fresh("net1/", ["a", "c"])).toEqual(["c"]);
-    expect(once.fresh("net2/", ["a"])).toEqual(["a"]);
-  });
-  it("starts again past its limit rather than growing without bound", () => {
-    const once = createWarnOnce(2);
-    once.fresh("n", ["a", "b"]);
-    expect(once.fresh("n", ["c"])).toEqual(["c"]);
-    expect(once.fresh("n", ["a"])).toEqual(["a"]);
   });
 });
