@@ -177,7 +177,7 @@ function differencesSection(): string[] {
     lines.push(`<a id="difference-${d.id}"></a>**${d.id}** — Whereabouts: ${d.whereabouts} ipamkit: ${d.ipamkit} Why: ${d.why}`, "");
   }
   lines.push(
-    "Not supported yet, and no deliberate difference: Whereabouts' node slices (`node_slice_size`). A network that sets it is refused (code 2), so `ipamkit preflight` reports it as refused and the swap as not safe; ipamkit's own per-node blocks (`node_block_size`) need no controller.",
+    "Not supported yet, and no deliberate difference: serving Whereabouts' node slices (`node_slice_size`) from ipamkit's plugin. A network that sets it is refused (code 2), so `ipamkit preflight` reports it as refused and the swap as not safe; ipamkit's own per-node blocks (`node_block_size`) need no controller. What works: the reconciler's `--node-slices true` keeps the NodeSlicePools (a slice for each new node, a deleted node's slice freed once its IPPool is empty) for Whereabouts' binaries when Whereabouts' node-slice controller is gone.",
   );
   return lines;
 }
