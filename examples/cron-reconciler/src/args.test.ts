@@ -41,8 +41,8 @@ describe("parseOptions", () => {
   });
 
   it("--node-slices: off by default; on the Kubernetes store only, and not with --watch", () => {
-    expect(parseOptions([]).nodeSlices).toBe(false);
-    expect(parseOptions(["--node-slices", "true"]).nodeSlices).toBe(true);
+    expect(parseOptions([])).toMatchObject({ nodeSlices: false });
+    expect(parseOptions(["--node-slices", "true"])).toMatchObject({ nodeSlices: true });
     expect(() => parseOptions(["--node-slices", "yes"])).toThrow(/--node-slices: expected true or false/);
     expect(() => parseOptions(["--node-slices", "true", "--datastore", "file", "--data-dir", "/d"])).toThrow(
       /needs --datastore kubernetes/,
