@@ -24,6 +24,7 @@ import {
 } from "../packages/cni/src/config-keys.js";
 import { dnsSchema, inlineIpamSchema, kubernetesSchema, rangeEntrySchema, routeSchema } from "../packages/cni/src/config-schema.js";
 import { chartSection } from "./gen-config-docs.chart.js";
+import { WHEREABOUTS_DIFFERENCES } from "../packages/cni/src/whereabouts-differences.js";
 import { cliSection, code, flagTable, header, ROOT, row } from "./gen-config-docs.programs.js";
 
 export const DOC_PATH = join(ROOT, "docs", "configuration.md");
@@ -116,7 +117,7 @@ function pluginSection(): string[] {
   return [
     "## CNI plugin: the `ipam` block",
     "",
-    "The inline `ipam` block of the network config, merged with the Whereabouts flat file (`whereabouts.conf`) when one is found: a key the inline block sets wins; the flat file fills the others, recursing into `kubernetes` and `dns` (`enable_overlapping_ranges` is never taken from it). Unknown keys are refused (code 7). Keys accepted but without effect for this config print a warning line on stderr. Codes: 1 version, 2 unsupported value, 6 undecodable, 7 invalid (see [troubleshooting](troubleshooting.md)).",
+    "The inline `ipam` block of the network config, merged with the Whereabouts flat file (`whereabouts.conf`) when one is found: a key the inline block sets wins; the flat file fills the others, recursing into `kubernetes` and `dns` (`enable_overlapping_ranges` is never taken from it). Keys are read as Whereabouts reads them: a key in another case (`Range`) counts as its own, `null` counts as unset, and an unknown key (`subnet`, `range_stat`) is ignored; each such key, and each key accepted but without effect for this config, prints one warning line on stderr (once per network and process), naming the nearest accepted key. Codes: 1 version, 2 unsupported value, 6 undecodable, 7 invalid (see [troubleshooting](troubleshooting.md)). Where ipamkit answers a config otherwise than Whereabouts, the reason is listed under [Differences from Whereabouts](#differences-from-whereabouts).",
     "",
     ...keyTable("ipam.", IPAM_KEY_DOCS, inlineIpamSchema, (key, doc) => base({ ...doc.with, [key]: doc.bad })),
     "",
@@ -161,7 +162,25 @@ function pluginSection(): string[] {
     "Other top-level keys belong to the main plugin and are passed over.",
     "",
     ...keyTable("", NETCONF_KEY_DOCS, netConfWithoutIpam, (key, doc) => ({ ...base({}), [key]: doc.bad })),
+    "",
+    ...differencesSection(),
   ];
+}
+
+function differencesSection(): string[] {
+  const lines = [
+    "## Differences from Whereabouts",
+    "",
+    "Every config Whereabouts v0.9 accepts is accepted and gives the same addresses on an empty pool, but for these deliberate differences, each in the user's favour. The corpus test (`examples/cni-plugin/src/whereabouts-corpus.test.ts`) runs Whereabouts' own documented and tested configs through both binaries and fails on any other difference.",
+    "",
+  ];
+  for (const d of WHEREABOUTS_DIFFERENCES) {
+    lines.push(`<a id="difference-${d.id}"></a>**${d.id}** — Whereabouts: ${d.whereabouts} ipamkit: ${d.ipamkit} Why: ${d.why}`, "");
+  }
+  lines.push(
+    "Not supported yet, and no deliberate difference: serving Whereabouts' node slices (`node_slice_size`) from ipamkit's plugin. A network that sets it is refused (code 2), so `ipamkit preflight` reports it as refused and the swap as not safe; ipamkit's own per-node blocks (`node_block_size`) need no controller. What works: the reconciler's `--node-slices true` keeps the NodeSlicePools (a slice for each new node, a deleted node's slice freed once its IPPool is empty) for Whereabouts' binaries when Whereabouts' node-slice controller is gone.",
+  );
+  return lines;
 }
 
 export async function renderConfigurationDoc(): Promise<string> {

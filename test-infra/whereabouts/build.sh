@@ -58,6 +58,19 @@ if [[ ! -x "$control_loop" ]]; then
   echo "build.sh: built $control_loop in $(($(date +%s) - started)) s" >&2
 fi
 
+# Whereabouts' node-slice controller (cmd/nodeslicecontroller, a `tool` of this module), for the
+# node-slice interop suites: the same version, built the same way, beside the CNI binary.
+slicer="$dir/node-slice-controller"
+if [[ ! -x "$slicer" ]]; then
+  need_go
+  mkdir -p "$dir"
+  started=$(date +%s)
+  echo "build.sh: building $module/cmd/nodeslicecontroller $version -> $slicer (nice -n 19)" >&2
+  CGO_ENABLED=0 nice -n 19 "$go_cmd" build -buildvcs=false -trimpath -ldflags="-s -w" -o "$slicer.tmp.$$" "$module/cmd/nodeslicecontroller"
+  mv -f "$slicer.tmp.$$" "$slicer"
+  echo "build.sh: built $slicer in $(($(date +%s) - started)) s" >&2
+fi
+
 # The CRDs come from the same module version, so the tests install exactly what Whereabouts expects.
 # Each is copied through a temporary file too; a complete set is marked by the .complete file.
 if [[ ! -f "$crds/.complete" ]]; then

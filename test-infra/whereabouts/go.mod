@@ -5,6 +5,7 @@ go 1.26.0
 tool (
 	github.com/k8snetworkplumbingwg/whereabouts/cmd
 	github.com/k8snetworkplumbingwg/whereabouts/cmd/controlloop
+	github.com/k8snetworkplumbingwg/whereabouts/cmd/nodeslicecontroller
 )
 
 require (

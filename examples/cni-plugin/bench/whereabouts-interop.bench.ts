@@ -97,8 +97,13 @@ const interop = await startInterop();
 const agent = await startAgentProcess();
 const modes: Mode[] = [
   { name: `Whereabouts ${interop.whereabouts.version}`, binary: "whereabouts", extra: {} },
-  { name: "ipamkit, direct", binary: "ipamkit", extra: {} },
-  { name: "ipamkit, agent", binary: "ipamkit", extra: { agent_socket: agent.socketPath, agent_required: true } },
+  // the Lease off (the default takes it while Whereabouts runs, as here): the baseline of the rows below
+  { name: "ipamkit, direct", binary: "ipamkit", extra: { whereabouts_lease: false } },
+  {
+    name: "ipamkit, agent",
+    binary: "ipamkit",
+    extra: { agent_socket: agent.socketPath, agent_required: true, whereabouts_lease: false },
+  },
   // holding Whereabouts' Lease around each ADD's writes (coexistence mode)
   { name: "ipamkit, direct, whereabouts_lease", binary: "ipamkit", extra: { whereabouts_lease: true } },
   {

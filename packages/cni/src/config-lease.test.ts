@@ -31,7 +31,10 @@ const configError = (run: () => unknown): ConfigError => {
 
 describe("ipam.whereabouts_lease", () => {
   it("is off by default, and on with the Kubernetes store (inline or from the flat file)", () => {
-    expect(load({ kubernetes: { kubeconfig: "/k" } }).kubernetes.whereaboutsLease).toBeUndefined();
+    // unset: auto, taken only while Whereabouts is seen using it
+    expect(load({ kubernetes: { kubeconfig: "/k" } }).kubernetes.whereaboutsLease).toBe("auto");
+    expect(load({ kubernetes: { kubeconfig: "/k" }, node_block_size: 16 }).kubernetes.whereaboutsLease).toBeUndefined();
+    expect(load({}).kubernetes.whereaboutsLease).toBeUndefined();
     expect(load({ kubernetes: { kubeconfig: "/k" }, whereabouts_lease: false }).kubernetes.whereaboutsLease).toBeUndefined();
     expect(load({ kubernetes: { kubeconfig: "/k" }, whereabouts_lease: true }).kubernetes).toEqual({
       kubeconfig: "/k",

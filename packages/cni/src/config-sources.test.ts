@@ -43,12 +43,12 @@ describe("loadIpamConfig: flat file", () => {
     const fs = memFs({ [CNI_FLAT]: flat });
     const fromFlat = load(netConf({ kubernetes: { k8s_api_root: "https://api" } }), { fs });
     expect(fromFlat.ranges).toEqual([{ range: "10.9.0.0/24", gateway: "10.9.0.1" }]);
-    expect(fromFlat.kubernetes).toEqual({ kubeconfig: "/flat.kubeconfig" });
+    expect(fromFlat.kubernetes).toEqual({ kubeconfig: "/flat.kubeconfig", whereaboutsLease: "auto" });
     expect(fromFlat.datastore).toBe("kubernetes");
     expect(fromFlat.networkName).toBe("flat");
     const inline = load(netConf({ ...V4, network_name: "", gateway: "10.0.0.254", kubernetes: { kubeconfig: "/inline" } }), { fs });
     expect(inline.ranges).toEqual([{ range: "10.0.0.0/24", gateway: "10.0.0.254" }]);
-    expect(inline.kubernetes).toEqual({ kubeconfig: "/inline" });
+    expect(inline.kubernetes).toEqual({ kubeconfig: "/inline", whereaboutsLease: "auto" });
     // "" was set inline: it is not a zero value the flat file may overwrite.
     expect(inline.networkName).toBe("");
   });
@@ -68,7 +68,7 @@ describe("loadIpamConfig: flat file", () => {
   it("reads the installer's flat file: kubernetes datastore, cron warning naming the file", () => {
     const config = load(netConf(V4), { fs: memFs({ [CNI_FLAT]: INSTALLER_FLAT }) });
     expect(config.datastore).toBe("kubernetes");
-    expect(config.kubernetes).toEqual({ kubeconfig: INSTALLER_FLAT.kubernetes.kubeconfig });
+    expect(config.kubernetes).toEqual({ kubeconfig: INSTALLER_FLAT.kubernetes.kubeconfig, whereaboutsLease: "auto" });
     expect(config.flatFile).toBe(CNI_FLAT);
     expect(config.warnings).toEqual([
       `ipam.reconciler_cron_expression (from flat file ${CNI_FLAT}) is accepted but unused: it is read by the reconciler, not by the plugin`,
@@ -81,10 +81,10 @@ describe("loadIpamConfig: flat file", () => {
   });
 
   it("fails with code 7 naming the key and the file when the flat file is invalid", () => {
-    const fs = memFs({ [CNI_FLAT]: { datastore: "kubernetes", bogus: 1 } });
-    expectConfigError(() => load(netConf(V4), { fs }), 7, "ipam.bogus", "unknown key", CNI_FLAT);
-    const badRange = memFs({ [CNI_FLAT]: { range: "10.0.0.0/24", range_start: "10.1.0.1" } });
-    expectConfigError(() => load(netConf({}), { fs: badRange }), 7, "ipam.range_start", '"10.1.0.1"', CNI_FLAT);
+    const fs = memFs({ [CNI_FLAT]: { datastore: "kubernetes", log_level: 5 } });
+    expectConfigError(() => load(netConf(V4), { fs }), 7, "ipam.log_level", "5", CNI_FLAT);
+    const badRange = memFs({ [CNI_FLAT]: { ipRanges: [{ range: "10.0.0.0/24", exclude: ["x"] }] } });
+    expectConfigError(() => load(netConf({}), { fs: badRange }), 7, "ipam.ipRanges[0].exclude[0]", '"x"', CNI_FLAT);
     expectConfigError(() => load(netConf(V4), { fs: memFs({ [CNI_FLAT]: "[]" }) }), 7, CNI_FLAT, "JSON object");
   });
 });
@@ -103,6 +103,7 @@ describe("loadIpamConfig: datastore", () => {
     const config = load(
       netConf({
         ...V4,
+        type: "ipamkit",
         datastore: "file",
         data_dir: "/d",
         kubernetes: { kubeconfig: "/k" },
@@ -120,6 +121,16 @@ describe("loadIpamConfig: datastore", () => {
     ]);
     const k8s = load(netConf({ ...V4, datastore: "kubernetes", kubernetes: { kubeconfig: "/k" }, data_dir: "/d" }));
     expect(k8s.warnings).toEqual(['ipam.data_dir is accepted but unused: datastore is "kubernetes"']);
+  });
+
+  it('type "whereabouts" with a kubeconfig stays on Kubernetes whatever datastore says, as Whereabouts does (a stale datastore: etcd)', () => {
+    const fs = memFs({ [CNI_FLAT]: { datastore: "kubernetes", kubernetes: { kubeconfig: "/k" } } });
+    const stale = load(netConf({ ...V4, datastore: "etcd", etcd_host: "http://10.0.0.1:2379" }), { fs });
+    expect(stale.datastore).toBe("kubernetes");
+    expect(stale.warnings.join("\n")).toContain('ipam.datastore "etcd" is ignored: with type "whereabouts" and kubernetes.kubeconfig');
+    expect(load(netConf({ ...V4, datastore: "consul" }), { fs }).datastore).toBe("kubernetes");
+    // type "ipamkit" chooses its store as asked
+    expect(load(netConf({ ...V4, type: "ipamkit", datastore: "etcd", etcd_host: "http://10.0.0.1:2379" }), { fs }).datastore).toBe("etcd");
   });
 
   it("requires the chosen store's settings with code 7", () => {
