@@ -12,15 +12,8 @@ import {
   warnUnused,
 } from "./config-checks.js";
 import { ConfigError, configError, fromZodError, parseJson, scrubSecrets } from "./config-errors.js";
-import {
-  configurationPathFile,
-  findFlatFile,
-  isPlainObject,
-  mergeFlat,
-  parseMerged,
-  readFlatFile,
-  validateFlatFile,
-} from "./config-flat.js";
+import { type FlatFile, findFlatFile, isPlainObject, mergeFlat, parseMerged, readFlatFile, validateFlatFile } from "./config-flat.js";
+import { withoutNodeKeys } from "./config-node-keys.js";
 import { buildRanges, type SourceOf, specOf } from "./config-ranges.js";
 import { type IpamInput, type NetConfInput, netConfSchema } from "./config-schema.js";
 import type { CniVersion, ConfigFs, IpamConfig } from "./types.js";
@@ -31,7 +24,9 @@ const DEFAULT_DATA_DIR = "/var/lib/cni/ipamkit";
 
 /**
  * Parses, validates and merges the network config an IPAM plugin receives on stdin (inline `ipam`
- * block plus the optional Whereabouts flat file). Throws ConfigError (CNI code 1, 2, 6 or 7) naming
+ * block plus the node's optional Whereabouts flat file, found through `fs.configurationPath`, never
+ * through the config's own `configuration_path`; node-level keys only from that file:
+ * config-node-keys.ts). Throws ConfigError (CNI code 1, 2, 6 or 7) naming
  * the offending key and value; never returns a partially valid config. Nothing is ignored silently:
  * accepted keys that have no effect produce a line in `warnings`.
  */
@@ -64,28 +59,37 @@ function parseStdin(stdin: string, secrets: string[]): { raw: Record<string, unk
   return { raw, conf: parsed.data, cniVersion };
 }
 
-/** The ipam block merged with the flat file (inline wins), and where each key came from. */
+/** The node's flat file, read and validated: undefined when there is none; code 7 when it may not hold node-level settings. */
+function nodeFlatFile(fs: ConfigFs, secrets: string[]): FlatFile | undefined {
+  const path = findFlatFile(fs, fs.configurationPath);
+  if (path === undefined) return undefined;
+  let why: string | undefined;
+  try {
+    why = fs.untrusted?.(path);
+  } catch (error) {
+    why = `it cannot be examined: ${(error as Error).message}`;
+  }
+  if (why !== undefined) throw new ConfigError(7, path, `flat file ${path} may not hold this node's settings: ${why}`);
+  const flat = readFlatFile(fs, path);
+  rememberSecret(flat.raw, secrets);
+  validateFlatFile(flat);
+  return flat;
+}
+
+/** The ipam block (less its node-level keys) merged with the node's flat file (inline wins), and where each key came from. */
 function mergeWithFlatFile(
   inline: Record<string, unknown>,
-  configurationPath: string | undefined,
   { fs, secrets, warnings }: { fs: ConfigFs; secrets: string[]; warnings: string[] },
 ): { ipam: IpamInput; sourceOf: SourceOf; flatPath: string | undefined } {
-  const flatPath = findFlatFile(fs, configurationPath);
-  if (configurationPath !== undefined && configurationPath !== "" && flatPath !== configurationPathFile(configurationPath)) {
-    warnings.push(
-      `ipam.configuration_path: no flat file at ${configurationPathFile(configurationPath)}; ${flatPath === undefined ? "no default flat file exists either" : `used ${flatPath}`}`,
-    );
-  }
-  let merged = inline;
+  const flat = nodeFlatFile(fs, secrets);
+  const flatPath = flat?.path;
+  let merged = withoutNodeKeys(inline, flat, { fs, warnings });
   let fromFlat = new Set<string>();
-  if (flatPath !== undefined) {
-    const flat = readFlatFile(fs, flatPath);
-    rememberSecret(flat.raw, secrets);
-    validateFlatFile(flat);
+  if (flat !== undefined) {
     ({ merged, fromFlat } = mergeFlat(merged, flat.raw));
     if (Object.hasOwn(flat.raw, "enable_overlapping_ranges")) {
       warnings.push(
-        `ipam.enable_overlapping_ranges in flat file ${flatPath} has no effect: only the inline value (default true) applies, as in Whereabouts`,
+        `ipam.enable_overlapping_ranges in flat file ${flat.path} has no effect: only the inline value (default true) applies, as in Whereabouts`,
       );
     }
   }
@@ -109,7 +113,7 @@ function load(
   const warnings: string[] = [];
   const requestedIps = collectRequestedIps(conf, warnings);
   const merging = { fs, secrets, warnings };
-  const { ipam, sourceOf, flatPath } = mergeWithFlatFile(raw.ipam as Record<string, unknown>, conf.ipam.configuration_path, merging);
+  const { ipam, sourceOf, flatPath } = mergeWithFlatFile(raw.ipam as Record<string, unknown>, merging);
   checkUnsupported(ipam, sourceOf);
   if (ipam.agent_required === true && !present(ipam.agent_socket)) {
     throw configError(7, "ipam.agent_required", true, "needs ipam.agent_socket", { source: sourceOf("agent_required") });
