@@ -57,6 +57,18 @@ describe("loadIpamConfig: node-level keys", () => {
     expect(error.message).not.toContain("hunter2");
   });
 
+  it("etcd_host: the network's own, unless the node holds etcd credentials (never presented to a host a network config names)", () => {
+    expect(load(netConf({ ...V4, etcd_host: "10.9.9.9:2379" })).etcd.host).toBe("10.9.9.9:2379");
+    const fs = memFs({ [CNI_FLAT]: { etcd_host: "https://etcd.kube-system:2379", etcd_password: "node-pw", etcd_username: "ipam" } });
+    const config = load(netConf({ ...V4, etcd_host: "http://attacker.example:2379" }), { fs });
+    expect(config.etcd).toMatchObject({ host: "https://etcd.kube-system:2379", password: "node-pw" });
+    expect(config.warnings).toEqual([
+      expect.stringMatching(/^ipam\.etcd_host is ignored in this network config: .* holds etcd credentials/),
+    ]);
+    // the node's own host, repeated: silent
+    expect(load(netConf({ ...V4, etcd_host: "https://etcd.kube-system:2379" }), { fs }).warnings).toEqual([]);
+  });
+
   it("a flat file that is not the node's to trust is refused (code 7) before it is read", () => {
     const fs = { ...memFs({ [CNI_FLAT]: { agent_socket: "/run/a.sock" } }), untrusted: () => "group or others may write it (mode 0666)" };
     expectConfigError(

@@ -25,6 +25,13 @@ const CREDENTIALS = [
 /** Every node-level key of the `ipam` block, as a dotted path (docs, tests). */
 export const NODE_KEYS: readonly string[] = [...IGNORED, ...CREDENTIALS];
 
+/**
+ * `etcd_host` is the network's own choice, except when the node holds etcd credentials: then only
+ * the node's host is used (a network config naming another would have the node's password or
+ * client certificate presented to a server of its choosing), and a differing one is ignored with a warning.
+ */
+const ETCD_SECRETS = CREDENTIALS.filter((key) => key.startsWith("etcd_"));
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 function get(object: Record<string, unknown>, path: string): unknown {
@@ -66,6 +73,12 @@ export function withoutNodeKeys(
   let out = inline;
   const node = flat?.raw ?? {};
   const where = nodeFileText(fs, flat?.path);
+  if (inline.etcd_host !== undefined && ETCD_SECRETS.some((key) => node[key] !== undefined) && inline.etcd_host !== node.etcd_host) {
+    out = without(out, "etcd_host");
+    warnings.push(
+      `ipam.etcd_host is ignored in this network config: ${where} holds etcd credentials, which are presented only to its etcd_host${node.etcd_host === undefined ? " (it sets none)" : ""}`,
+    );
+  }
   for (const key of NODE_KEYS) {
     const value = get(inline, key);
     if (value === undefined) continue;

@@ -112,14 +112,13 @@ describe("loadIpamConfig: datastore", () => {
         ...V4,
         datastore: "file",
         data_dir: "/d",
-        etcd_host: "h",
       }),
-      { fs: onNode({ kubernetes: { kubeconfig: "/k" }, etcd_password: "pw-value", etcd_ca_cert_file: "/ca" }) },
+      { fs: onNode({ kubernetes: { kubeconfig: "/k" }, etcd_host: "h", etcd_password: "pw-value", etcd_ca_cert_file: "/ca" }) },
     );
     expect(config.datastore).toBe("file");
     expect(config.warnings).toEqual([
       `ipam.kubernetes.kubeconfig (from flat file ${CNI_FLAT}) is accepted but unused: datastore is "file"`,
-      'ipam.etcd_host is accepted but unused: datastore is "file"',
+      `ipam.etcd_host (from flat file ${CNI_FLAT}) is accepted but unused: datastore is "file"`,
       `ipam.etcd_password (from flat file ${CNI_FLAT}) is accepted but unused: datastore is "file"`,
       `ipam.etcd_ca_cert_file (from flat file ${CNI_FLAT}) is accepted but unused: datastore is "file"`,
     ]);

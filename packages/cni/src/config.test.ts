@@ -84,11 +84,11 @@ describe("loadIpamConfig: valid configs", () => {
         addresses: [],
         node_slice_size: "",
         sleep_for_race: 0,
-        etcd_host: "https://etcd:2379",
       }),
-      // the credentials are the node's (issue 47)
+      // the credentials are the node's, and so is the host they are presented to (issue 47)
       {
         fs: onNode({
+          etcd_host: "https://etcd:2379",
           etcd_username: "ipam",
           etcd_password: "s3cret-pw",
           etcd_key_file: "/k",
