@@ -1,6 +1,6 @@
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { NODE_CONFIGURATION_PATH_ENV } from "@ipamkit/cni";
+import { NODE_CONFIGURATION_PATH_ENV, NODE_KEYS } from "@ipamkit/cni";
 
 /**
  * Writes the node's flat file `<dir>/whereabouts.conf` (this user's, mode 0644: what the installer
@@ -13,4 +13,51 @@ export function nodeFlatFile(dir: string, keys: Record<string, unknown>): Record
   writeFileSync(path, JSON.stringify(keys));
   chmodSync(path, 0o644);
   return { [NODE_CONFIGURATION_PATH_ENV]: dir };
+}
+
+let node: string | undefined;
+
+/**
+ * The node of this test file's calls: runPlugin() and startAgentProcess() give every process
+ * IPAMKIT_CONFIGURATION_PATH=<dir> unless the call's own environment says otherwise, and
+ * onNode() writes that directory's flat file. undefined: no node (the defaults, as on a bare host).
+ */
+export function useNode(dir: string | undefined): void {
+  node = dir;
+}
+
+/** The environment naming the current node's flat file ({} without a node). */
+export function nodeEnv(): Record<string, string> {
+  return node === undefined ? {} : { [NODE_CONFIGURATION_PATH_ENV]: node };
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * An `ipam` block as a node is set up: its node-level keys (NODE_KEYS: the agent's, the store
+ * credentials, and `etcd_host` with etcd credentials) are written to the current node's flat file
+ * now, replacing it; the rest is the network config's `ipam`, returned. `configuration_path` is
+ * dropped (the node names its file).
+ */
+export function onNode(ipam: Record<string, unknown>): Record<string, unknown> {
+  if (node === undefined) throw new Error("onNode: call useNode(dir) first");
+  const own: Record<string, unknown> = {};
+  const flat: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(ipam)) {
+    if (value === undefined) continue;
+    if (key === "kubernetes" && isObject(value)) {
+      const { kubeconfig, ...rest } = value;
+      if (kubeconfig !== undefined) flat.kubernetes = { kubeconfig };
+      if (Object.keys(rest).length > 0) own.kubernetes = rest;
+    } else if (NODE_KEYS.includes(key)) {
+      if (key !== "configuration_path") flat[key] = value;
+    } else own[key] = value;
+  }
+  // with the node's etcd credentials, the host they are presented to is the node's too
+  if (Object.keys(flat).some((key) => key.startsWith("etcd_")) && own.etcd_host !== undefined) {
+    flat.etcd_host = own.etcd_host;
+    delete own.etcd_host;
+  }
+  nodeFlatFile(node, flat);
+  return own;
 }

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
+import { nodeEnv } from "./node-files.js";
 
 /** The binary a runtime executes (native; it hands non-agent calls to PLUGIN_NODE beside it). */
 export const PLUGIN = join(import.meta.dirname, "..", "dist", "ipamkit");
@@ -22,7 +23,7 @@ export interface RunOptions {
   killAfterMs?: number;
 }
 
-/** Runs the built plugin as a runtime would: CNI_* environment, config on stdin. */
+/** Runs the built plugin as a runtime would: CNI_* environment (and the test's node: useNode()), config on stdin. */
 export function runPlugin(
   env: Record<string, string>,
   stdin: string | Buffer | object,
@@ -31,7 +32,7 @@ export function runPlugin(
 ): Promise<PluginRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(binary, [], {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...nodeEnv(), ...env },
       stdio: ["pipe", "pipe", "pipe"],
       ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     });
