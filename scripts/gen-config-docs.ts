@@ -129,6 +129,8 @@ function nodeLevelSection(): string[] {
     "- ignored, with one warning line on stderr naming the key, when it holds another value;",
     "- refused (code 7) for `kubernetes.kubeconfig` and the `etcd_*` credentials when the node's flat file sets none: ignoring them would put the call on another store.",
     "",
+    "`etcd_host` stays a network's setting unless the node's flat file holds etcd credentials: then only the node's `etcd_host` is used (the credentials are never presented to a host a network config names), and a differing one is ignored with a warning.",
+    "",
     "`agent_timeout` stays a network's setting: it bounds only that network's own calls, at most 30 s. `RELIABILITY.md` (\"Threat model\") lists what each party can and cannot make ipamkit do, with the test that shows it.",
   ];
 }
