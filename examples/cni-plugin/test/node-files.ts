@@ -1,4 +1,4 @@
-import { chmodSync, writeFileSync } from "node:fs";
+import { chmodSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { NODE_CONFIGURATION_PATH_ENV, NODE_KEYS } from "@ipamkit/cni";
 
@@ -10,8 +10,19 @@ import { NODE_CONFIGURATION_PATH_ENV, NODE_KEYS } from "@ipamkit/cni";
  */
 export function nodeFlatFile(dir: string, keys: Record<string, unknown>): Record<string, string> {
   const path = join(dir, "whereabouts.conf");
-  writeFileSync(path, JSON.stringify(keys));
-  chmodSync(path, 0o644);
+  const text = JSON.stringify(keys);
+  let current: string | undefined;
+  try {
+    current = readFileSync(path, "utf8");
+  } catch {
+    current = undefined;
+  }
+  // replaced whole (calls running meanwhile read the old file or the new one, never half of one)
+  if (current !== text) {
+    writeFileSync(`${path}.${process.pid}`, text);
+    chmodSync(`${path}.${process.pid}`, 0o644);
+    renameSync(`${path}.${process.pid}`, path);
+  }
   return { [NODE_CONFIGURATION_PATH_ENV]: dir };
 }
 
