@@ -48,9 +48,11 @@ extern char **environ;
 
 // The agent refuses larger requests (MAX_REQUEST_BYTES); such a call goes to direct mode.
 #define MAX_REQUEST_BYTES (4 * 1024 * 1024)
-// stdin larger than this, or not closed within this time, is refused before anything is built.
+// stdin larger than this, or not closed within this time, is refused before anything is built. The
+// time is the longest agent_timeout (kubelet's budget for a call is of that order): a runtime on a
+// loaded node may take seconds to hand stdin over (200 calls at once on 2 busy cores took over 5 s).
 #define MAX_STDIN_BYTES (16 * 1024 * 1024)
-#define STDIN_DEADLINE_MS 5000.0
+#define STDIN_DEADLINE_MS (IPAMKIT_AGENT_TIMEOUT_MAX * 1000.0)
 #define MAX_ANSWER_BYTES (64 * 1024 * 1024)
 // The search path when the runtime gives none.
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

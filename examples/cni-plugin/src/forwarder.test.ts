@@ -160,7 +160,10 @@ describe("the native forwarder without an agent", () => {
     });
   });
 
-  it("routes as agentSettings() says for any mix of inline and node flat-file agent_* keys (property, 30 runs)", async () => {
+  // a long bound: 60 processes on a loaded machine; a timed-out property would go on writing into the next test's directory
+  it("routes as agentSettings() says for any mix of inline and node flat-file agent_* keys (property, 30 runs)", {
+    timeout: 900_000,
+  }, async () => {
     const value = <T>(...values: T[]) => fc.constantFrom(...values);
     const keys = fc.record(
       {
