@@ -89,7 +89,7 @@ function cAnswers(cases: readonly [Buffer, Buffer | undefined][]): Answer[] {
 }
 
 it(`the C reader and the TypeScript reader route the same way on ${RUNS} generated configs and flat files: 0 disagreements`, {
-  timeout: 600_000,
+  timeout: process.env.RELIABILITY === "full" ? 3_600_000 : 600_000,
 }, () => {
   const flatOrNone = fc.option(
     fc.tuple(flatTree, writing).map(([tree, how]) => bytesOf(tree, how)),
