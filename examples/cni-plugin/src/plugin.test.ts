@@ -1,18 +1,22 @@
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createFileStore } from "@ipamkit/storage-file";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type AgentProcess, startAgentProcess } from "../test/agent-process.js";
+import { onNode, useNode } from "../test/node-files.js";
 import { cniEnv, PLUGIN, type PluginRun, runPlugin } from "../test/run-plugin.js";
 
 const ipsOf = (r: PluginRun) => (r.json?.ips ?? []) as { address: string }[];
 
 let dir: string;
+// the node's flat file, for the whole file (the agent lives across tests), so no host file under
+// /etc/cni is merged into the tests; node-level keys of a test's ipam block are written there (onNode)
+const nodeDir = mkdtempSync(join(tmpdir(), "ipamkit-cni-node-"));
+useNode(nodeDir);
+afterAll(() => rmSync(nodeDir, { recursive: true, force: true }));
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "ipamkit-cni-"));
-  // an empty flat file of our own, so no host file under /etc/cni is merged into the tests
-  writeFileSync(join(dir, "whereabouts.conf"), "{}");
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -23,7 +27,7 @@ const netconf = (cniVersion: string, ipam: Record<string, unknown> = {}, extra: 
   cniVersion,
   name: "macvlan-net",
   type: "macvlan",
-  ipam: {
+  ipam: onNode({
     type: "ipamkit",
     range: "10.20.0.0/24",
     gateway: "10.20.0.1",
@@ -31,10 +35,9 @@ const netconf = (cniVersion: string, ipam: Record<string, unknown> = {}, extra: 
     routes: [{ dst: "0.0.0.0/0" }],
     dns: { nameservers: ["10.20.0.53"] },
     data_dir: join(dir, "store"),
-    configuration_path: dir,
     ...agentIpam,
     ...ipam,
-  },
+  }),
   ...extra,
 });
 

@@ -1,3 +1,5 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { agentStats } from "@ipamkit/agent/client";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startAgentProcess } from "../test/agent-process.js";
 import {
@@ -109,11 +111,15 @@ describe("ipamkit beside Whereabouts v0.9.2 on Whereabouts' CRDs", () => {
 
   it("the same through ipamkit's node-local agent, whereabouts_lease on: no failure of either binary; every DEL leaves nothing", async () => {
     const agent = await startAgentProcess();
+    // the agent's socket is the node's setting: its flat file (which Whereabouts reads too, ignoring these keys)
+    const flat = readFileSync(interop.flatFile, "utf8");
+    writeFileSync(interop.flatFile, JSON.stringify({ ...JSON.parse(flat), agent_socket: agent.socketPath, agent_required: true }));
     try {
-      const extra = { whereabouts_lease: true, agent_socket: agent.socketPath, agent_required: true };
-      const adds = await mixedRounds("10.81.6.0/24", extra, "none");
+      const adds = await mixedRounds("10.81.6.0/24", { whereabouts_lease: true }, "none");
       expect(adds.filter((r) => r.binary === "whereabouts" && r.run.code === 0)).toHaveLength(30);
+      expect((await agentStats(agent.socketPath)).raw).toBeGreaterThanOrEqual(30);
     } finally {
+      writeFileSync(interop.flatFile, flat);
       await agent.stop();
     }
   }, 180_000);

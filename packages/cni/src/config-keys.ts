@@ -30,6 +30,10 @@ type Docs<T> = { [K in keyof Required<T>]: KeyDoc };
 type Of<S extends { _zod: { output: unknown } }> = S["_zod"]["output"];
 
 const same = "same key, same meaning";
+/** Node-level keys (config-node-keys.ts): why in docs/configuration.md, "Node-level settings". */
+const NODE_AGENT = "**Node-level**: only the node's flat file sets it; in a network config it is ignored, with a warning.";
+const NODE_CREDENTIAL =
+  "**Node-level**: only the node's flat file sets it; a network config's value is ignored with a warning when it differs, refused (code 7) when the node sets none.";
 const dropped = "accepted and dropped";
 
 export const IPAM_KEY_DOCS: Docs<IpamInput> = {
@@ -121,9 +125,10 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
   log_level: { description: "Accepted, unused (a warning).", whereabouts: "log level, `debug`", bad: 5 },
   kubernetes: { description: "The Kubernetes store's settings. Keys: below.", default: "none", whereabouts: same, bad: "kubeconfig" },
   configuration_path: {
-    description: "Flat file, or its directory (`whereabouts.conf` in it), searched first.",
-    default: `then ${DEFAULT_FLAT_FILE_PATHS.map((p) => `\`${p}\``).join(", ")}`,
-    whereabouts: "same; a missing flat file is no error here",
+    description:
+      "**Node-level**: ignored in a network config, with a warning. The node names its flat file (or its directory) with `IPAMKIT_CONFIGURATION_PATH` in the runtime's and the agent's environment.",
+    default: `${DEFAULT_FLAT_FILE_PATHS.map((p) => `\`${p}\``).join(", ")}, the first that exists`,
+    whereabouts: "read from the NAD there; a missing flat file is no error here",
     bad: 5,
   },
   datastore: {
@@ -145,11 +150,26 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
     bad: "",
     with: { datastore: "etcd" },
   },
-  etcd_username: { description: "etcd user.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
-  etcd_password: { description: "etcd password; never printed.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
-  etcd_key_file: { description: "etcd TLS client key file.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
-  etcd_cert_file: { description: "etcd TLS client certificate file.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
-  etcd_ca_cert_file: { description: "etcd TLS CA file.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
+  etcd_username: { description: `etcd user. ${NODE_CREDENTIAL}`, default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
+  etcd_password: {
+    description: `etcd password; never printed. ${NODE_CREDENTIAL}`,
+    default: "none",
+    whereabouts: `${dropped} since v0.6`,
+    bad: 5,
+  },
+  etcd_key_file: {
+    description: `etcd TLS client key file. ${NODE_CREDENTIAL}`,
+    default: "none",
+    whereabouts: `${dropped} since v0.6`,
+    bad: 5,
+  },
+  etcd_cert_file: {
+    description: `etcd TLS client certificate file. ${NODE_CREDENTIAL}`,
+    default: "none",
+    whereabouts: `${dropped} since v0.6`,
+    bad: 5,
+  },
+  etcd_ca_cert_file: { description: `etcd TLS CA file. ${NODE_CREDENTIAL}`, default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
   allocation_policy: {
     description: "`lowest-free` or `round-robin`.",
     default: (load) => load({}).policy,
@@ -169,16 +189,16 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
     bad: "node 1",
   },
   agent_socket: {
-    description: "The node-local agent's Unix socket; the binary forwards calls there.",
+    description: `The node-local agent's Unix socket; the binary forwards calls there. ${NODE_AGENT}`,
     default: "none (direct mode)",
     whereabouts: "—",
     bad: "run/ipamkit.sock",
   },
   agent_required: {
-    description: "Fail the call when the agent cannot answer, instead of running it in-process.",
+    description: `Fail the call when the agent cannot answer, instead of running it in-process. ${NODE_AGENT}`,
     default: (load) => load({}).agent.required,
     whereabouts: "—",
-    bad: true,
+    bad: "yes",
   },
   agent_timeout: {
     description: "Bound of a call through the agent, seconds.",
@@ -187,7 +207,7 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
     bad: 60,
   },
   agent_uid: {
-    description: "Besides root, the uid the agent may run as (checked on the socket's peer).",
+    description: `Besides root, the uid the agent may run as (checked on the socket's peer). ${NODE_AGENT}`,
     default: "root only",
     whereabouts: "—",
     bad: -1,
@@ -261,7 +281,7 @@ export const DNS_DOCS: Docs<Of<typeof dnsSchema>> = {
 
 export const KUBERNETES_DOCS: Docs<Of<typeof kubernetesSchema>> = {
   kubeconfig: {
-    description: "Kubeconfig of the Kubernetes store; its context's namespace holds the pools. Re-read on every call.",
+    description: `Kubeconfig of the Kubernetes store; its context's namespace holds the pools. Re-read on every call. ${NODE_CREDENTIAL}`,
     default: "required with `datastore: kubernetes`",
     whereabouts: same,
     bad: "",

@@ -1,6 +1,6 @@
 import { parseRange } from "@ipamkit/core";
 import { describe, expect, it } from "vitest";
-import { expectConfigError, load, netConf, V4 } from "./config-test-kit.js";
+import { expectConfigError, load, netConf, onNode, V4 } from "./config-test-kit.js";
 import type { IpamConfig } from "./types.js";
 
 describe("loadIpamConfig: valid configs", () => {
@@ -86,13 +86,18 @@ describe("loadIpamConfig: valid configs", () => {
         addresses: [],
         node_slice_size: "",
         sleep_for_race: 0,
-        etcd_host: "https://etcd:2379",
-        etcd_username: "ipam",
-        etcd_password: "s3cret-pw",
-        etcd_key_file: "/k",
-        etcd_cert_file: "/c",
-        etcd_ca_cert_file: "/ca",
       }),
+      // the credentials are the node's, and so is the host they are presented to (issue 47)
+      {
+        fs: onNode({
+          etcd_host: "https://etcd:2379",
+          etcd_username: "ipam",
+          etcd_password: "s3cret-pw",
+          etcd_key_file: "/k",
+          etcd_cert_file: "/c",
+          etcd_ca_cert_file: "/ca",
+        }),
+      },
     );
     expect(config.networkName).toBe("blue-net");
     expect(config.policy).toBe("round-robin");

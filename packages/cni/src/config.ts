@@ -13,15 +13,8 @@ import {
 } from "./config-checks.js";
 import { normalizeIpamKeys } from "./config-compat.js";
 import { ConfigError, configError, fromZodError, parseJson, scrubSecrets, scrubText } from "./config-errors.js";
-import {
-  configurationPathFile,
-  findFlatFile,
-  isPlainObject,
-  mergeFlat,
-  parseMerged,
-  readFlatFile,
-  validateFlatFile,
-} from "./config-flat.js";
+import { type FlatFile, findFlatFile, isPlainObject, mergeFlat, parseMerged, readFlatFile, validateFlatFile } from "./config-flat.js";
+import { withoutNodeKeys } from "./config-node-keys.js";
 import { buildRanges, type SourceOf, specOf } from "./config-ranges.js";
 import { type IpamInput, NETWORK_NAME, type NetConfInput, netConfSchema } from "./config-schema.js";
 import { staticAddressesOf, warnNameservers } from "./config-static.js";
@@ -33,7 +26,9 @@ const DEFAULT_DATA_DIR = "/var/lib/cni/ipamkit";
 
 /**
  * Parses, validates and merges the network config an IPAM plugin receives on stdin (inline `ipam`
- * block plus the optional Whereabouts flat file). Throws ConfigError (CNI code 1, 2, 6 or 7) naming
+ * block plus the node's optional Whereabouts flat file, found through `fs.configurationPath`, never
+ * through the config's own `configuration_path`; node-level keys only from that file:
+ * config-node-keys.ts). Throws ConfigError (CNI code 1, 2, 6 or 7) naming
  * the offending key and value; never returns a partially valid config. Nothing is ignored silently:
  * accepted keys that have no effect produce a line in `warnings`.
  */
@@ -74,31 +69,41 @@ function parseStdin(
   return { raw, conf: parsed.data, cniVersion };
 }
 
-/** The ipam block merged with the flat file (inline wins), and where each key came from. */
+/** The node's flat file, read and validated: undefined when there is none; code 7 when it may not hold node-level settings. */
+function nodeFlatFile(fs: ConfigFs, secrets: string[], warnings: string[]): FlatFile | undefined {
+  const path = findFlatFile(fs, fs.configurationPath);
+  if (path === undefined) return undefined;
+  let why: string | undefined;
+  try {
+    why = fs.untrusted?.(path);
+  } catch (error) {
+    why = `it cannot be examined: ${(error as Error).message}`;
+  }
+  if (why !== undefined) throw new ConfigError(7, path, `flat file ${path} may not hold this node's settings: ${why}`);
+  const read = readFlatFile(fs, path);
+  rememberSecret(read.raw, secrets);
+  // keys in another case are read as Whereabouts reads them (case-insensitively), with a warning
+  const flatWarnings: string[] = [];
+  const flat = { ...read, raw: normalizeIpamKeys(read.raw, "ipam.", flatWarnings) };
+  for (const line of flatWarnings) warnings.push(`flat file ${path}: ${line}`);
+  validateFlatFile(flat);
+  return flat;
+}
+
+/** The ipam block (less its node-level keys) merged with the node's flat file (inline wins), and where each key came from. */
 function mergeWithFlatFile(
   inline: Record<string, unknown>,
-  configurationPath: string | undefined,
   { fs, secrets, warnings }: { fs: ConfigFs; secrets: string[]; warnings: string[] },
 ): { ipam: IpamInput; sourceOf: SourceOf; flatPath: string | undefined } {
-  const flatPath = findFlatFile(fs, configurationPath);
-  if (configurationPath !== undefined && configurationPath !== "" && flatPath !== configurationPathFile(configurationPath)) {
-    warnings.push(
-      `ipam.configuration_path: no flat file at ${configurationPathFile(configurationPath)}; ${flatPath === undefined ? "no default flat file exists either" : `used ${flatPath}`}`,
-    );
-  }
-  let merged = inline;
+  const flat = nodeFlatFile(fs, secrets, warnings);
+  const flatPath = flat?.path;
+  let merged = withoutNodeKeys(inline, flat, { fs, warnings });
   let fromFlat = new Set<string>();
-  if (flatPath !== undefined) {
-    const read = readFlatFile(fs, flatPath);
-    rememberSecret(read.raw, secrets);
-    const flatWarnings: string[] = [];
-    const flat = { ...read, raw: normalizeIpamKeys(read.raw, "ipam.", flatWarnings) };
-    for (const line of flatWarnings) warnings.push(`flat file ${flatPath}: ${line}`);
-    validateFlatFile(flat);
+  if (flat !== undefined) {
     ({ merged, fromFlat } = mergeFlat(merged, flat.raw));
     if (Object.hasOwn(flat.raw, "enable_overlapping_ranges")) {
       warnings.push(
-        `ipam.enable_overlapping_ranges in flat file ${flatPath} has no effect: only the inline value (default true) applies, as in Whereabouts`,
+        `ipam.enable_overlapping_ranges in flat file ${flat.path} has no effect: only the inline value (default true) applies, as in Whereabouts`,
       );
     }
   }
@@ -122,7 +127,7 @@ function load(
   }
   const requestedIps = collectRequestedIps(conf, warnings);
   const merging = { fs, secrets, warnings };
-  const { ipam, sourceOf, flatPath } = mergeWithFlatFile(raw.ipam as Record<string, unknown>, conf.ipam.configuration_path, merging);
+  const { ipam, sourceOf, flatPath } = mergeWithFlatFile(raw.ipam as Record<string, unknown>, merging);
   checkUnsupported(ipam, sourceOf);
   if (ipam.agent_required === true && !present(ipam.agent_socket)) {
     throw configError(7, "ipam.agent_required", true, "needs ipam.agent_socket", { source: sourceOf("agent_required") });

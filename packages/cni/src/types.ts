@@ -99,6 +99,18 @@ export interface IpamConfig {
 export interface ConfigFs {
   exists(path: string): boolean;
   readText(path: string): string;
+  /**
+   * Why the file at `path` may not hold node-level settings (not a regular file, owned by another
+   * user than root or this process's, writable by group or others, larger than FLAT_FILE_MAX_BYTES),
+   * or undefined when it may. Absent: every file may (an in-memory file system in tests).
+   */
+  untrusted?(path: string): string | undefined;
+  /**
+   * The node's flat file or its directory (NODE_CONFIGURATION_PATH_ENV in the environment of the
+   * process that reads: the runtime's, the agent's), never a network config's. Absent or "": the
+   * default locations.
+   */
+  readonly configurationPath?: string;
 }
 
 /** Parsed CNI_ARGS. */
