@@ -25,8 +25,8 @@ import {
 import { NODE_KEYS } from "../packages/cni/src/config-node-keys.js";
 import { DEFAULT_FLAT_FILE_PATHS, FLAT_FILE_MAX_BYTES, NODE_CONFIGURATION_PATH_ENV } from "../packages/cni/src/config-paths.js";
 import { dnsSchema, inlineIpamSchema, kubernetesSchema, rangeEntrySchema, routeSchema } from "../packages/cni/src/config-schema.js";
-import { chartSection } from "./gen-config-docs.chart.js";
 import { WHEREABOUTS_DIFFERENCES } from "../packages/cni/src/whereabouts-differences.js";
+import { chartSection } from "./gen-config-docs.chart.js";
 import { cliSection, code, flagTable, header, ROOT, row } from "./gen-config-docs.programs.js";
 
 export const DOC_PATH = join(ROOT, "docs", "configuration.md");

@@ -116,13 +116,11 @@ describe("loadIpamConfig: rejections", () => {
     }
     expectConfigError(cases[0] as () => unknown, 7, "ipam.etcd_password", "<redacted>");
     // a network config's password differing from the node's: ignored, and not named in the warning
-    expect(load(netConf({ ...V4, etcd_password: secret }), { fs: onNode({ etcd_password: "node-pw" }) }).warnings.join("
-")).not.toContain(
+    expect(load(netConf({ ...V4, etcd_password: secret }), { fs: onNode({ etcd_password: "node-pw" }) }).warnings.join("\n")).not.toContain(
       secret,
     );
     // a misspelt password key is dropped with a warning, and neither it nor a value echoed elsewhere shows the secret
-    const warned = load(netConf({ ...V4, etcd_pasword: secret, range_start: secret })).warnings.join("
-");
+    const warned = load(netConf({ ...V4, etcd_pasword: secret, range_start: secret })).warnings.join("\n");
     expect(warned).toContain("ipam.etcd_pasword");
     expect(warned).not.toContain(secret);
   });

@@ -54,7 +54,9 @@ async function move(cluster: Cluster, ipam: Ipam): Promise<Run> {
   const pods = await setPods(cluster, SET);
   const moved = pods.filter((p) => p.spec?.nodeName === "node-a").map((p) => p.metadata?.name ?? "");
   const dead = new Set(
-    (await checkCluster(cluster)).allocations.filter((a) => moved.some((m) => a.podref.endsWith(`/${m}`))).map((a) => `${a.id} ${a.address}`),
+    (await checkCluster(cluster)).allocations
+      .filter((a) => moved.some((m) => a.podref.endsWith(`/${m}`)))
+      .map((a) => `${a.id} ${a.address}`),
   );
   await cluster.node("node-a").powerOff();
   await until("node-a NotReady", 90_000, async () => (await nodeCondition(cluster.core, "node-a")) !== "True");
@@ -66,7 +68,11 @@ async function move(cluster: Cluster, ipam: Ipam): Promise<Run> {
   await watchLive(cluster, AFTER_MOVE_MS, problems);
   await cluster.node("node-a").powerOn();
   await cluster.ready(180_000);
-  await until("node-a's dead sandboxes removed", 180_000, () => cluster.node("node-a").crictl(["pods", "--state", "notready", "-q"]) === "");
+  await until(
+    "node-a's dead sandboxes removed",
+    180_000,
+    () => cluster.node("node-a").crictl(["pods", "--state", "notready", "-q"]) === "",
+  );
   await watchLive(cluster, 10_000, problems);
   const held = new Set((await checkCluster(cluster)).allocations.map((a) => `${a.id} ${a.address}`));
   const deadFreed = [...dead].filter((d) => !held.has(d)).length;
@@ -125,14 +131,17 @@ async function main(): Promise<void> {
       leftAfterDelete: rs.reduce((n, r) => n + r.leftAfterDelete, 0),
     };
   });
-  console.log("\n| IPAM | runs | pods moved | to Running across the move (median) | dead entries freed | freed while live | left after scale 0 |");
+  console.log(
+    "\n| IPAM | runs | pods moved | to Running across the move (median) | dead entries freed | freed while live | left after scale 0 |",
+  );
   console.log("|---|---:|---:|---:|---:|---:|---:|");
   for (const s of summary)
     console.log(
       `| ${s.ipam} | ${s.runs} | ${s.moved} | ${s.toRunningMedianS} s (${s.toRunningS.join(", ")}) | ${s.deadFreed} of ${s.deadEntries} | ${s.freedWhileLive.length} | ${s.leftAfterDelete} |`,
     );
   const [k, w] = summary;
-  if (k && w) console.log(`\nipamkit / Whereabouts, to Running across the move (median): ${(k.toRunningMedianS / w.toRunningMedianS).toFixed(2)}`);
+  if (k && w)
+    console.log(`\nipamkit / Whereabouts, to Running across the move (median): ${(k.toRunningMedianS / w.toRunningMedianS).toFixed(2)}`);
   writeFileSync(
     join(import.meta.dirname, "..", "..", "..", "bench", "results", "cluster-move.json"),
     `${JSON.stringify({ date: new Date().toISOString(), rounds: ROUNDS, replicas: REPLICAS, runs, summary }, null, 2)}\n`,

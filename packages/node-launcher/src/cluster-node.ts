@@ -146,9 +146,13 @@ export async function startClusterNode(options: ClusterNodeOptions, core: CoreV1
     const [cc, ca] = ns.wrap(binaries.containerd, ["--config", layout.containerdConfig]);
     const containerd = startDaemon({ name: "containerd", command: cc, args: ca, logs: layout.logs, env });
     daemons = [containerd];
-    await until("containerd's socket", 30_000, () => readdirSync(hostPath("/run/containerd")).includes("containerd.sock"), containerd.exited);
-    for (const archive of options.images)
-      must(binaries.ctr, ["--address", socket, "-n", "k8s.io", "images", "import", archive]);
+    await until(
+      "containerd's socket",
+      30_000,
+      () => readdirSync(hostPath("/run/containerd")).includes("containerd.sock"),
+      containerd.exited,
+    );
+    for (const archive of options.images) must(binaries.ctr, ["--address", socket, "-n", "k8s.io", "images", "import", archive]);
     const [kc, ka] = ns.wrap(binaries.kubelet, [
       `--config=${layout.kubeletConfig}`,
       `--kubeconfig=${options.apiserver.kubeconfigPath}`,

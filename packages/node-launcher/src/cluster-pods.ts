@@ -24,7 +24,12 @@ export function statefulSet(cluster: Cluster, name: string, replicas: number): V
           enableServiceLinks: false,
           automountServiceAccountToken: false,
           topologySpreadConstraints: [
-            { maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: labels } },
+            {
+              maxSkew: 1,
+              topologyKey: "kubernetes.io/hostname",
+              whenUnsatisfiable: "ScheduleAnyway",
+              labelSelector: { matchLabels: labels },
+            },
           ],
           containers: [{ name: "app", image: pauseImage().ref, imagePullPolicy: "Never" }],
         },
@@ -49,7 +54,11 @@ export function attached(cluster: Cluster, pod: V1Pod): boolean {
 /** Scales the StatefulSet and waits until exactly `replicas` pods run with every network attached (or none are left). */
 export async function scaleAndWait(cluster: Cluster, name: string, replicas: number, timeoutMs = 180_000): Promise<V1Pod[]> {
   const apps = cluster.apiserver.kubeConfig.makeApiClient(AppsV1Api);
-  await apps.patchNamespacedStatefulSetScale({ name, namespace: cluster.namespace, body: [{ op: "replace", path: "/spec/replicas", value: replicas }] });
+  await apps.patchNamespacedStatefulSetScale({
+    name,
+    namespace: cluster.namespace,
+    body: [{ op: "replace", path: "/spec/replicas", value: replicas }],
+  });
   return waitForSet(cluster, name, replicas, timeoutMs);
 }
 

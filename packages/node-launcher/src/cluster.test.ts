@@ -47,8 +47,7 @@ async function expectNothingLeft(): Promise<void> {
 }
 
 const on = (pods: readonly V1Pod[], node: string) => pods.filter((p) => p.spec?.nodeName === node).map((p) => p.metadata?.name ?? "");
-const addressesOf = async () =>
-  (await checkCluster(cluster)).podAddresses.map((a) => `${a.pod} ${a.interface} ${a.address}`).sort();
+const addressesOf = async () => (await checkCluster(cluster)).podAddresses.map((a) => `${a.pod} ${a.interface} ${a.address}`).sort();
 const entryIds = async () => new Set((await checkCluster(cluster)).allocations.map((a) => a.id));
 
 /**
@@ -60,7 +59,9 @@ async function powerOffAndMove(from: string, replicas: number): Promise<{ moved:
   const before = await setPods(cluster, SET);
   const moved = on(before, from);
   expect(moved.length).toBeGreaterThan(0);
-  const deadIds = new Set((await checkCluster(cluster)).allocations.filter((a) => moved.some((m) => a.podref.endsWith(`/${m}`))).map((a) => a.id));
+  const deadIds = new Set(
+    (await checkCluster(cluster)).allocations.filter((a) => moved.some((m) => a.podref.endsWith(`/${m}`))).map((a) => a.id),
+  );
   await cluster.node(from).powerOff();
   await until(`${from} NotReady`, 90_000, async () => (await nodeCondition(cluster.core, from)) !== "True");
   await forceDelete(cluster, moved);
@@ -111,7 +112,11 @@ describe("a real cluster with Multus: NADs written for Whereabouts, served by ip
     // node A comes back: its runtime's late DELs name the dead sandboxes' keys and free nothing live
     await cluster.node("node-a").powerOn();
     await cluster.ready();
-    await until("node A's dead sandboxes removed", 120_000, () => cluster.node("node-a").crictl(["pods", "--state", "notready", "-q"]) === "");
+    await until(
+      "node A's dead sandboxes removed",
+      120_000,
+      () => cluster.node("node-a").crictl(["pods", "--state", "notready", "-q"]) === "",
+    );
     await expectConsistent();
     expect(await addressesOf()).toEqual(live);
   }, 600_000);
@@ -129,7 +134,11 @@ describe("a real cluster with Multus: NADs written for Whereabouts, served by ip
       expect(await addressesOf()).toEqual(live);
       await cluster.node("node-b").powerOn();
       await cluster.ready();
-      await until("node B's dead sandboxes removed", 120_000, () => cluster.node("node-b").crictl(["pods", "--state", "notready", "-q"]) === "");
+      await until(
+        "node B's dead sandboxes removed",
+        120_000,
+        () => cluster.node("node-b").crictl(["pods", "--state", "notready", "-q"]) === "",
+      );
       // a full pass more while watching: still nothing live freed
       await new Promise((r) => setTimeout(r, 6_000));
       await expectConsistent();
@@ -168,7 +177,11 @@ describe("a real cluster with Multus: NADs written for Whereabouts, served by ip
     expect(await addressesOf()).toEqual(before);
     await cluster.node("node-a").powerOn();
     await cluster.ready();
-    await until("node A's dead sandboxes removed", 120_000, () => cluster.node("node-a").crictl(["pods", "--state", "notready", "-q"]) === "");
+    await until(
+      "node A's dead sandboxes removed",
+      120_000,
+      () => cluster.node("node-a").crictl(["pods", "--state", "notready", "-q"]) === "",
+    );
     await expectConsistent();
     expect(await addressesOf()).toEqual(before);
     expect(moved.length).toBeGreaterThan(0);

@@ -124,7 +124,13 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     must("ip", ["link", "add", net.master, "type", "veth", "peer", "name", net.peer]);
     for (const l of [net.master, net.peer]) must("ip", ["link", "set", l, "up"]);
     await installNadCrd(apiserver, cluster.multusManifest);
-    const ipam = await installClusterIpam({ kind: options.ipam ?? "ipamkit", apiserver, dir, image: options.image, values: options.values });
+    const ipam = await installClusterIpam({
+      kind: options.ipam ?? "ipamkit",
+      apiserver,
+      dir,
+      image: options.image,
+      values: options.values,
+    });
     const images = [pause.archive, ...ipam.images];
     for (let i = 0; i < count; i++) {
       const name = `node-${String.fromCharCode(97 + i)}`;
@@ -149,8 +155,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       );
     }
     const networks = clusterNetworks(net);
-    for (const name of networks.names)
-      await createNad(apiserver, { name, namespace, config: networks.configs[name] as object });
+    for (const name of networks.names) await createNad(apiserver, { name, namespace, config: networks.configs[name] as object });
     const nodes = started.nodes;
     const logTail = () => [control.logTail(), ...nodes.map((n) => n.logTail())].join("\n");
     const ready = async (timeoutMs = 120_000) => {

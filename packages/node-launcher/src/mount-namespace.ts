@@ -61,7 +61,9 @@ export async function openMountNamespace(binds: readonly Bind[]): Promise<MountN
       const [c, a] = wrap(command, cmdArgs);
       const r = spawnSync(c, a, { encoding: "utf8", timeout: 120_000 });
       if (r.status !== 0)
-        throw new Error(`[node-launcher] ${command} ${cmdArgs.join(" ")} in the node failed (${r.status}): ${(r.stderr ?? "").trim().slice(-800)}`);
+        throw new Error(
+          `[node-launcher] ${command} ${cmdArgs.join(" ")} in the node failed (${r.status}): ${(r.stderr ?? "").trim().slice(-800)}`,
+        );
       return r.stdout.trim();
     },
     async close() {
