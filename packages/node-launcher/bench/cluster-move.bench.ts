@@ -71,7 +71,7 @@ async function move(cluster: Cluster, ipam: Ipam): Promise<Run> {
   await until(
     "node-a's dead sandboxes removed",
     180_000,
-    () => cluster.node("node-a").crictl(["pods", "--state", "notready", "-q"]) === "",
+    () => cluster.node("node-a").deadSandboxes(cluster.namespace).length === 0,
   );
   await watchLive(cluster, 10_000, problems);
   const held = new Set((await checkCluster(cluster)).allocations.map((a) => `${a.id} ${a.address}`));
