@@ -199,10 +199,7 @@ export async function startClusterNode(options: ClusterNodeOptions, core: CoreV1
     cgroupRoot,
     hostPath,
     crictl,
-    deadSandboxes: (namespace) =>
-      crictl(["pods", "--namespace", namespace, "--state", "notready", "-q"])
-        .split("\n")
-        .filter(Boolean),
+    deadSandboxes: (namespace) => crictl(["pods", "--namespace", namespace, "--state", "notready", "-q"]).split("\n").filter(Boolean),
     importImage: (archive) => {
       must(binaries.ctr, ["--address", socket, "-n", "k8s.io", "images", "import", archive]);
     },

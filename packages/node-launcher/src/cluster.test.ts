@@ -114,11 +114,7 @@ describe("a real cluster with Multus: NADs written for Whereabouts, served by ip
     // the reboot found the dead sandboxes: the kubelet now tears them down (the late DELs)
     expect(cluster.node("node-a").deadSandboxes(cluster.namespace).length).toBeGreaterThan(0);
     await cluster.ready();
-    await until(
-      "node A's dead sandboxes removed",
-      120_000,
-      () => cluster.node("node-a").deadSandboxes(cluster.namespace).length === 0,
-    );
+    await until("node A's dead sandboxes removed", 120_000, () => cluster.node("node-a").deadSandboxes(cluster.namespace).length === 0);
     await expectConsistent();
     expect(await addressesOf()).toEqual(live);
   }, 600_000);
@@ -138,11 +134,7 @@ describe("a real cluster with Multus: NADs written for Whereabouts, served by ip
       // the reboot found the dead sandboxes: the kubelet now tears them down (the late DELs)
       expect(cluster.node("node-b").deadSandboxes(cluster.namespace).length).toBeGreaterThan(0);
       await cluster.ready();
-      await until(
-        "node B's dead sandboxes removed",
-        120_000,
-        () => cluster.node("node-b").deadSandboxes(cluster.namespace).length === 0,
-      );
+      await until("node B's dead sandboxes removed", 120_000, () => cluster.node("node-b").deadSandboxes(cluster.namespace).length === 0);
       // a full pass more while watching: still nothing live freed
       await new Promise((r) => setTimeout(r, 6_000));
       await expectConsistent();
@@ -183,11 +175,7 @@ describe("a real cluster with Multus: NADs written for Whereabouts, served by ip
     // the reboot found the dead sandboxes: the kubelet now tears them down (the late DELs)
     expect(cluster.node("node-a").deadSandboxes(cluster.namespace).length).toBeGreaterThan(0);
     await cluster.ready();
-    await until(
-      "node A's dead sandboxes removed",
-      120_000,
-      () => cluster.node("node-a").deadSandboxes(cluster.namespace).length === 0,
-    );
+    await until("node A's dead sandboxes removed", 120_000, () => cluster.node("node-a").deadSandboxes(cluster.namespace).length === 0);
     await expectConsistent();
     expect(await addressesOf()).toEqual(before);
     expect(moved.length).toBeGreaterThan(0);
