@@ -21,7 +21,7 @@ const CAMPAIGNS = {
   kill: [{ project: "example-cluster-sim", args: ["src/kill-campaign"] }],
   outage: [{ project: "example-cluster-sim", args: ["src/outage"] }],
   // the spin model of the protocol at full size: ~14 min and ~10 GB of memory
-  protocol: [{ project: "core", args: ["src/protocol-model"] }],
+  protocol: [{ project: "core", args: ["src/protocol-model", "src/protocol-link"] }],
 };
 
 const asked = process.argv.slice(2);

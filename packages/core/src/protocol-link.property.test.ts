@@ -65,7 +65,7 @@ describe("the code in the protocol model's world, random schedules", () => {
       fc.asyncProperty(config, schedule, async (c, choices) => {
         await randomRun(runOf(c), choices);
       }),
-      { numRuns: FULL ? 30_000 : 1_000 },
+      { numRuns: FULL ? 30_000 : 300 },
     );
   });
 
@@ -86,7 +86,7 @@ describe("the code in the protocol model's world, random schedules", () => {
         fc.asyncProperty(config, schedule, async (c, choices) => {
           await randomRun(runOf(c, typeof broken === "string" ? undefined : broken), choices);
         }),
-        { numRuns: 20_000, endOnFailure: true },
+        { numRuns: 20_000, endOnFailure: true, seed: 20_261_207 },
       );
       expect(found.failed, `no schedule in ${found.numRuns} broke an invariant`).toBe(true);
       expect(String(found.errorInstance)).toMatch(/InvariantViolation/);
