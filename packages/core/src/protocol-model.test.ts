@@ -91,6 +91,24 @@ const CHECKS: Check[] = [
     floor: 9_000_000,
     ci: false,
   },
+  {
+    name: "all three configurations: a write of unknown outcome, both allocators may DEL, then the reconciler",
+    defines: ["-DUNKNOWN=1", "-DCRASH=0", "-DNPASS=0", "-DMAYDEL=2"],
+    floor: 4_800_000,
+    ci: false,
+  },
+  {
+    name: "all three configurations, fenced, three attempts in every retry loop: both allocators may DEL, then the reconciler",
+    defines: ["-DFENCE_ALL", "-DMAXTRY=3", "-DCRASH=0", "-DNPASS=0", "-DMAYDEL=2"],
+    floor: 13_000_000,
+    ci: false,
+  },
+  {
+    name: "the agent beside a direct writer of the overlapping plain pool: a concurrent reconciler pass, one allocator DELs",
+    defines: ["-DOVERLAP", "-DCRASH=0", "-DNPASS=1", "-DMAYDEL=1"],
+    floor: 70_000_000,
+    ci: false,
+  },
 ];
 
 const HOLDS = CHECKS.filter((c) => FULL || c.ci);
