@@ -56,7 +56,9 @@
  * retried after a conflict takes the fresh version but keeps its first decision), BROKEN_REPAIR
  * (a claim repair deletes or rewrites without fencing the named pool first), BROKEN_DELNOVER (a
  * DEL deletes its claim whatever its version), BROKEN_PODSFIRST (the pods as listed before the
- * pools were read: the list and the orphans' re-reads answer from it; Whereabouts#207).
+ * pools were read: the list and the orphans' re-reads answer from it; Whereabouts#207),
+ * BROKEN_GIVEUP (an ADD that claimed a block answers "exhausted" instead of planning again: only
+ * bounded progress catches it).
  */
 
 #ifndef CRASH
@@ -619,6 +621,9 @@ l_choose:   /* chooseBlock + planAdd: the block holding the key, else the first 
   :: mine == 0 && p == 0 && unclaimed == NONE -> goto l_addfail      /* RangeExhaustedError: not retried */
   :: mine == 0 && p == 0 && unclaimed != NONE ->
      affWrite(unclaimed, node); CP;                                  /* claimed, lost to another node, or unknown: */
+#ifdef BROKEN_GIVEUP
+     unclaimed = NONE; res = 0; goto l_addfail;                      /* ... answered "exhausted" instead */
+#endif
      unclaimed = NONE; res = 0; goto l_choose                        /* plan again from a fresh view */
   fi;
 

@@ -155,6 +155,7 @@ async function chooseBlock(ctx: BlockContext, choice: Choice): Promise<Range> {
       // rest on "the node has no other block" — a commit retried later would still rest on it
       // while another writer of the key claims the next block and places the key there.
       await claimBlock(ctx, network, plan.block);
+      if (protocolBreaks.giveUpAfterClaim) throw new RangeExhaustedError(range.cidr.text);
       continue;
     }
     commit.hand(blockPoolRef(network, plan.block), known.get(plan.block)?.stored);
