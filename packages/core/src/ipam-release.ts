@@ -75,7 +75,7 @@ export async function releaseOne(
   sticky = false,
 ): Promise<Released | undefined> {
   const { released } = await releaseWhere(ctx, ref, (pool) => {
-    const result = release(pool, key, sticky ? { keepAt: ctx.now().toISOString() } : {});
+    const result = release(pool, key, sticky && !protocolBreaks.stickyFreeAtDel ? { keepAt: ctx.now().toISOString() } : {});
     if (result.kept !== undefined) return { pool: result.pool, released: [], outcomes: ["released"], kept: 1 };
     return result.released === undefined
       ? { pool, released: [], outcomes: ["absent"] }

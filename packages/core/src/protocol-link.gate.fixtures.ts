@@ -20,6 +20,8 @@ export type Op =
   | "writeClaim"
   | "deleteClaim"
   | "readAff"
+  /** Several affinity claims in one request (a store with batchReads: the view's read-ahead); not a step of the model. */
+  | "readAffs"
   | "writeAff"
   | "listPools"
   | "listClaims"
@@ -107,6 +109,7 @@ const claimOp = (ref: ClaimRef, address: Op, affinity: Op): [Op, number] =>
   isAffinityNetwork(ref.network) ? [affinity, blockNumber(ref)] : [address, addressNumber(ref.address)];
 
 const mask = (refs: readonly ClaimRef[]) => refs.reduce((m, ref) => m | (1 << addressNumber(ref.address)), 0);
+const blockMask = (refs: readonly ClaimRef[]) => refs.reduce((m, ref) => m | (1 << blockNumber(ref)), 0);
 
 /** The store as one life of one actor sees it: every request held at the gate. */
 export function gatedStore(store: IpamStore, gate: Gate, actor: number, epoch: number): IpamStore {
@@ -118,6 +121,7 @@ export function gatedStore(store: IpamStore, gate: Gate, actor: number, epoch: n
       const [op, obj] = claimOp(only, "readClaim", "readAff");
       return at(op, obj, () => store.readClaims(refs, options));
     }
+    if (refs.some((ref) => isAffinityNetwork(ref.network))) return at("readAffs", blockMask(refs), () => store.readClaims(refs, options));
     return at("readClaims", mask(refs), () => store.readClaims(refs, options));
   };
   const listPools = async (options?: { contents?: boolean }) => {

@@ -7,7 +7,7 @@
  * with them, sticky addresses).
  */
 import { WRITES } from "./protocol-link.gate.fixtures.js";
-import { LinkRun, type RunOptions } from "./protocol-link.run.fixtures.js";
+import { LinkRun, type RunOptions, type Tally } from "./protocol-link.run.fixtures.js";
 import { actorsOf, type Setup } from "./protocol-link.world.fixtures.js";
 
 type Command = "add" | "del" | "del kept";
@@ -25,11 +25,21 @@ export interface RandomRun {
   crasher: number;
   /** Deliberate bugs of the store or the pods (RunOptions). */
   broken?: Pick<RunOptions, "blind" | "delNoVersion" | "podsFirst">;
+  /** The allocators remember across their calls (RunOptions.caches). */
+  caches?: boolean;
+  /** The store reads several claims in one request (RunOptions.batchReads). */
+  batchReads?: boolean;
 }
 
-/** Runs the schedule the choices make; resolves once the last pass has answered and the end was checked. */
-export async function randomRun(config: RandomRun, choices: readonly number[]): Promise<number> {
-  const run = new LinkRun({ setup: config.setup, tries: config.tries, ...config.broken });
+/** Runs the schedule the choices make; resolves, with what the run did, once the last pass has answered and the end was checked. */
+export async function randomRun(config: RandomRun, choices: readonly number[]): Promise<Tally> {
+  const run = new LinkRun({
+    setup: config.setup,
+    tries: config.tries,
+    caches: config.caches === true,
+    batchReads: config.batchReads === true,
+    ...config.broken,
+  });
   await run.start();
   let at = 0;
   const choose = (n: number) => (choices[at++ % choices.length] ?? 0) % n;
@@ -92,7 +102,7 @@ export async function randomRun(config: RandomRun, choices: readonly number[]): 
         throw new Error(`nothing can run: ${run.pendingText()}; idle ${[1, 2, 3].map((i) => run.idle(i))}; ${run.log.join("; ")}`);
       if (final) {
         await run.end();
-        return steps;
+        return run.tally;
       }
       final = true;
       for (const script of scripts.values()) script.length = 0;

@@ -1,17 +1,20 @@
 /**
  * One run of the real code in the protocol model's world: the model's actors as the code runs
- * them (per-node block IPAMs, the plain pool's direct writer, the reconciler's pass with its claim
- * audit) over the memory store, every request held at the gate until a schedule runs it. After
- * every request the model's own invariants are checked on the store (no address held twice, no
- * key with two addresses, no write dropping another writer's entry, the reconciler freeing no
- * live attachment's entry, an answered live reservation still held and its claim naming its
- * pool; bounded progress when an ADD fails; at the end, nothing left that no live attachment
- * owns). Test helper of the trace link.
+ * them (per-node block IPAMs, the plain pool's direct writer — on a sticky network in the
+ * "sticky" setup —, the reconciler's pass with its claim audit) over the memory store, every
+ * request held at the gate until a schedule runs it. After every request the model's own
+ * invariants are checked on the store (no address held twice, no key with two addresses, no
+ * write dropping another writer's entry, the reconciler freeing no live attachment's entry, an
+ * answered live reservation still held, not kept, and its claim naming its pool; bounded
+ * progress when an ADD fails; at the end, nothing left that no live attachment owns), and the
+ * rules of sticky addresses (protocol-link.writes.fixtures.ts; a reborn pod's ADD leaves no
+ * address of its pod behind). Test helper of the trace link.
  */
 import { reconcileOnce } from "../../reconciler/src/reconcile.js";
 import { createNodeBlockIpam } from "./block-ipam.js";
 import { formatIp } from "./ip.js";
 import { type Assigned, createIpam } from "./ipam.js";
+import { IpamCache } from "./ipam-cache.js";
 import { createMemoryStore } from "./memory-store.js";
 import {
   blindStore,
@@ -45,6 +48,7 @@ import {
   stateLine,
   uidOf,
 } from "./protocol-link.world.fixtures.js";
+import { type Entry, isKeptEntry, judgePoolWrite, keepRanOut, type WriteEvent } from "./protocol-link.writes.fixtures.js";
 import type { PodFacts } from "./reconcile-plan.js";
 import type { RetryOptions } from "./retry.js";
 import type { IpamStore, PoolRef } from "./store.js";
@@ -69,6 +73,14 @@ export interface RunOptions {
   delNoVersion?: boolean;
   /** BROKEN_PODSFIRST: the pods answer as they were when the pass began, before it read the pools. */
   podsFirst?: boolean;
+  /**
+   * Each allocator process remembers what a long-lived one (the agent) does — an IpamCache kept
+   * across its calls, lost when it crashes — so that recalled pools and claims are judged too.
+   * The model abstracts them: only random schedules (a run of the model makes the reads they skip).
+   */
+  caches?: boolean;
+  /** The memory store reads several claims in one request (batchReads): the view's read-ahead, the claims of a release together. */
+  batchReads?: boolean;
 }
 
 type Command = "add" | "del" | "del kept" | "pass";
@@ -83,21 +95,44 @@ interface Life {
 
 const sleep = async () => {};
 
-/** Keep time of a sticky network (Setup.sticky): a run's clock moves 1 s per request, so some kept addresses expire. */
-export const STICKY_SECONDS = 20;
+/** Keep time of the sticky network (the "sticky" setup): a run's clock moves 1 s per request run, so some kept addresses expire. */
+export const STICKY_SECONDS = 12;
 
-/** One entry: pool, address, key, and whether it is kept (sticky: released, held by no attachment). */
-type Entry = [pool: number, address: number, key: number, kept: boolean, podRef: string];
+/** What a run did, tallied (the tests' evidence that a kind of step was reached at all). */
+export interface Tally {
+  /** Requests run. */
+  requests: number;
+  /** Writes of unknown outcome (r2, r3). */
+  unknown: number;
+  crashes: number;
+  /** ADDs answered, and failed. */
+  answered: number;
+  failed: number;
+  /** Sticky: entries marked kept, held again by their key, rebound to a reborn pod's key, freed once their keep time ran out. */
+  kept: number;
+  heldAgain: number;
+  rebound: number;
+  expired: number;
+}
+
+const TALLIED: Record<WriteEvent, keyof Tally | undefined> = {
+  kept: "kept",
+  "held again": "heldAgain",
+  rebound: "rebound",
+  expired: "expired",
+  freed: undefined,
+};
 
 export class LinkRun {
   readonly gate: GateType = new Gate();
   /** The store itself, read by the checks (never through the gate). */
-  readonly store: IpamStore = createMemoryStore();
+  readonly store: IpamStore;
   private readonly actors: Actor[];
   private readonly lives = new Map<number, Life>();
   /** Pods that exist, by key. */
   private readonly alive = new Set<number>();
   private readonly gone = new Set<number>();
+  private readonly caches = new Map<string, IpamCache>();
   /** The pods as a pass began (BROKEN_PODSFIRST). */
   private podsAtPass = new Set<number>();
   /** Key -> [pool, address] answered to it (cleared by its DEL). */
@@ -107,12 +142,17 @@ export class LinkRun {
   private readonly failures: Error[] = [];
   /** What the model's ADD answered without a write (`held`), for the code's answer to match. */
   private readonly expected = new Map<number, [number, number]>();
+  /** Requests run so far: the clock's seconds. */
   private tick = 0;
+  /** The clock as the last reconciler pass began: at the end, no entry kept past its keep time then. */
+  private passStartedAt = new Date(0);
   /** Every request run, for the messages. */
   readonly log: string[] = [];
+  readonly tally: Tally = { requests: 0, unknown: 0, crashes: 0, answered: 0, failed: 0, kept: 0, heldAgain: 0, rebound: 0, expired: 0 };
 
   constructor(readonly options: RunOptions) {
     this.actors = actorsOf(options.setup);
+    this.store = createMemoryStore({ batchReads: options.batchReads === true });
   }
 
   async start(): Promise<void> {
@@ -121,7 +161,11 @@ export class LinkRun {
     for (const [k, p, a] of answered) this.answered.set(k, [p, a]);
   }
 
-  private readonly now = () => new Date(Date.UTC(2026, 0, 2) + ++this.tick * 1000);
+  private readonly now = () => new Date(Date.UTC(2026, 0, 2) + this.tick * 1000);
+
+  private get sticky(): boolean {
+    return this.options.setup.mode === "sticky";
+  }
 
   private retry(actor: number): RetryOptions {
     const attempts = actor === 3 ? this.options.tries.reconciler : this.options.tries.allocators;
@@ -183,6 +227,7 @@ export class LinkRun {
       // a pass after a crashed one runs in a new life; the crashed one's requests stay held
       life.epoch += 1;
       this.podsAtPass = new Set(this.alive);
+      this.passStartedAt = this.now();
     }
     life.command = command;
     life.done = false;
@@ -215,12 +260,13 @@ export class LinkRun {
     let store = this.sharedFor(command !== "add");
     store = gatedStore(store, this.gate, id, epoch);
     const retry = this.retry(id);
+    const cache = this.cacheOf(id, epoch);
     const ipam = plain
-      ? createIpam({ store, retry, now: this.now })
-      : createNodeBlockIpam({ store, node: nodeName(node), blockSize: BLOCK_SIZE, retry, now: this.now });
+      ? createIpam({ store, retry, now: this.now, ...cache })
+      : createNodeBlockIpam({ store, node: nodeName(node), blockSize: BLOCK_SIZE, retry, now: this.now, ...cache });
     const range = plain ? PLAIN_RANGE : BLOCK_RANGE;
     const podRef = podRefOf(this.options.setup.podOf[key] ?? key);
-    const sticky = plain && this.options.setup.mode === "sticky";
+    const sticky = plain && this.sticky;
     if (command !== "add") {
       await ipam.release({ ranges: [range], key: keyOf(key), sticky }).catch(() => undefined);
       return;
@@ -235,10 +281,12 @@ export class LinkRun {
         ...(sticky ? { sticky: STICKY_SECONDS } : {}),
       });
     } catch (error) {
+      this.tally.failed += 1;
       await this.addFailed(id, plain, error);
       return;
     }
     if (got === undefined) return;
+    this.tally.answered += 1;
     const answered: [number, number] = [poolNumber(got.pool), ADDRESSES.indexOf(formatIp(got.address))];
     const expected = this.expected.get(id);
     this.expected.delete(id);
@@ -248,6 +296,33 @@ export class LinkRun {
       );
     }
     this.answer(key, answered[0], answered[1], `@${id}'s ADD`);
+    if (sticky) await this.leftBehind(key, answered[1]);
+  }
+
+  /**
+   * Sticky: an ADD that answered left no address of its pod that it should have taken back — a
+   * sticky entry of its pod name under another key, kept or held for another UID (DESIGN.md: such
+   * a reservation is rebound, not a new address allocated).
+   */
+  private async leftBehind(key: number, address: number): Promise<void> {
+    const podRef = podRefOf(this.options.setup.podOf[key] ?? key);
+    const left = (await this.holdings()).find(
+      (e) => e.podRef === podRef && e.key !== key && e.sticky !== undefined && (isKeptEntry(e) || e.podUid !== uidOf(key)),
+    );
+    if (left !== undefined) {
+      this.fail(
+        `key ${key}'s ADD answered a${address} and left its pod's address a${left.address} (key ${left.key}'s${isKeptEntry(left) ? ", kept" : ""}) behind`,
+      );
+    }
+  }
+
+  /** The process's memory (RunOptions.caches): one per life of the actor. */
+  private cacheOf(id: number, epoch: number): { cache?: IpamCache } {
+    if (this.options.caches !== true) return {};
+    const life = `${id}/${epoch}`;
+    const cache = this.caches.get(life) ?? new IpamCache();
+    this.caches.set(life, cache);
+    return { cache };
   }
 
   private sharedFor(del: boolean): IpamStore {
@@ -282,6 +357,7 @@ export class LinkRun {
   /** The actor dies: its requests are held for ever, an allocator's pod is gone. */
   crash(id: number): void {
     const life = this.life(id);
+    this.tally.crashes += 1;
     this.gate.crash(id, life.epoch);
     life.done = true;
     if (id !== 3) {
@@ -312,10 +388,15 @@ export class LinkRun {
   async run(request: Request, outcome: Outcome): Promise<Ran> {
     const write = WRITES.has(request.op);
     const before = write ? await this.holdings() : undefined;
+    this.tick += 1;
+    this.tally.requests += 1;
     const ran = await this.gate.run(request, write ? outcome : "r1");
     this.log.push(`${describeRequest(request)}${write ? ` ${outcome}` : ""}`);
     if (write) {
-      if (outcome === "r2" || outcome === "r3") this.calm.delete(request.actor);
+      if (outcome === "r2" || outcome === "r3") {
+        this.tally.unknown += 1;
+        this.calm.delete(request.actor);
+      }
       if (ran.applied) for (const other of [1, 2, 3]) if (other !== request.actor) this.calm.delete(other);
       if (request.op === "writePool" && ran.applied && before !== undefined) await this.checkWrite(request, before, outcome);
     }
@@ -330,10 +411,19 @@ export class LinkRun {
   /** Every entry. */
   async holdings(): Promise<Entry[]> {
     const out: Entry[] = [];
-    for (const n of [1, 2, 3]) {
-      const stored = await this.store.readPool(POOLS[n] as PoolRef);
-      for (const r of stored?.pool.reservations() ?? [])
-        out.push([n, addressAt(n, r.offset), keyNumber(r.key), r.releasedAt !== undefined, r.podRef ?? ""]);
+    for (const pool of [1, 2, 3]) {
+      const stored = await this.store.readPool(POOLS[pool] as PoolRef);
+      for (const r of stored?.pool.reservations() ?? []) {
+        out.push({
+          pool,
+          address: addressAt(pool, r.offset),
+          key: keyNumber(r.key),
+          podRef: r.podRef ?? "",
+          podUid: r.podUid ?? "",
+          sticky: r.sticky,
+          releasedAt: r.releasedAt,
+        });
+      }
     }
     return out;
   }
@@ -342,27 +432,36 @@ export class LinkRun {
     throw new InvariantViolation(`${message}\nrequests run: ${this.log.join("; ")}`);
   }
 
-  /** A pool write drops no other writer's entry; the reconciler's drops only dead attachments'; an ADD's landing is its answer. */
+  /**
+   * A pool write drops no other writer's entry; the reconciler's drops only dead attachments';
+   * sticky entries change only as the sticky rules allow (judgePoolWrite); an ADD's landing is its answer.
+   */
   private async checkWrite(request: Request, before: Entry[], outcome: Outcome): Promise<void> {
     const after = await this.holdings();
     const pool = request.obj;
     const life = this.life(request.actor);
-    const own = request.actor === 3 ? undefined : this.actor(request.actor).key;
-    const ownPod = own === undefined ? undefined : podRefOf(this.options.setup.podOf[own] ?? own);
-    for (const [p, a, k, kept, podRef] of before.filter(([p]) => p === pool)) {
-      if (after.some(([p2, a2, k2]) => p2 === p && a2 === a && k2 === k)) continue;
-      const dels = life.command === "del" || life.command === "del kept";
-      // sticky: a kept entry is nobody's attachment; an ADD takes over its own pod's (rebind)
-      const sticky = this.options.setup.mode === "sticky";
-      if (request.actor === 3 ? !this.alive.has(k) || kept : (dels && k === own) || (sticky && podRef === ownPod)) continue;
-      this.fail(
-        `${describeRequest(request)} dropped key ${k}'s entry at a${a} of pool ${p}${request.actor === 3 ? " (a live attachment's)" : ""}`,
-      );
+    const own = request.actor === 3 ? undefined : this.actor(request.actor);
+    const command = life.command === "pass" ? undefined : life.command;
+    const judged = judgePoolWrite(pool, before, after, {
+      what: describeRequest(request),
+      actor: request.actor,
+      ...(command === undefined ? {} : { command }),
+      ...(own === undefined
+        ? {}
+        : { key: own.key, podRef: podRefOf(this.options.setup.podOf[own.key] ?? own.key), podUid: uidOf(own.key) }),
+      sticky: this.sticky && own?.node === 0,
+      alive: (k) => this.alive.has(k),
+      now: this.now(),
+    });
+    if (judged.violation !== undefined) this.fail(judged.violation);
+    for (const event of judged.events) {
+      const counted = TALLIED[event];
+      if (counted !== undefined) this.tally[counted] += 1;
     }
     if (own !== undefined && life.command === "add" && outcome === "r1") {
-      const placed = after.find(([p, , k]) => p === pool && k === own);
-      const had = before.some(([p, , k]) => p === pool && k === own);
-      if (placed !== undefined && !had) this.answer(own, pool, placed[1], describeRequest(request));
+      const placed = after.find((e) => e.pool === pool && e.key === own.key && !isKeptEntry(e));
+      const had = before.some((e) => e.pool === pool && e.key === own.key && !isKeptEntry(e));
+      if (placed !== undefined && !had) this.answer(own.key, pool, placed.address, describeRequest(request));
     }
   }
 
@@ -382,28 +481,38 @@ export class LinkRun {
     this.expected.set(id, [pool, address]);
   }
 
+  /**
+   * Bounded progress: an ADD that met no other actor's write and no unknown outcome since it began
+   * fails only when no address was free. With a memory (RunOptions.caches) one attempt more: a pool
+   * recalled as last seen before the call began may be stale, and its write conflicts once (the
+   * pool is then forgotten and read afresh) — so the claim is made for two attempts or more.
+   */
   private async addFailed(id: number, plain: boolean, error: unknown): Promise<void> {
     if (!this.calm.has(id)) return;
+    if (this.options.caches === true && this.options.tries.allocators < 2) return;
     const held = await this.holdings();
-    const free = [0, 1, 2, 3].filter((a) => (plain ? a <= 2 : true) && !held.some(([, a2]) => a2 === a));
+    const free = [0, 1, 2, 3].filter((a) => (plain ? a <= 2 : true) && !held.some((e) => e.address === a));
     if (free.length > 0) {
       this.fail(`@${id}'s ADD failed (${(error as Error).message}) with no other writer since it began and a${free.join(", a")} free`);
     }
   }
 
-  /** After every request: no address held twice, no key with two addresses, answered live reservations held and claimed. */
+  /** After every request: no address held twice, no key with two addresses, answered live reservations held (not kept) and claimed. */
   async check(step: string): Promise<void> {
     if (this.failures.length > 0) throw this.failures[0];
     const held = await this.holdings();
-    for (const [p, a, k] of held) {
-      const twice = held.find(([p2, a2, k2]) => (p2 !== p || a2 !== a) && (a2 === a || k2 === k));
+    for (const e of held) {
+      const twice = held.find((x) => (x.pool !== e.pool || x.address !== e.address) && (x.address === e.address || x.key === e.key));
       if (twice !== undefined)
-        this.fail(`after ${step}: key ${k} at a${a} of pool ${p} and key ${twice[2]} at a${twice[1]} of pool ${twice[0]}`);
+        this.fail(
+          `after ${step}: key ${e.key} at a${e.address} of pool ${e.pool} and key ${twice.key} at a${twice.address} of pool ${twice.pool}`,
+        );
     }
     for (const [k, [p, a]] of this.answered) {
       if (!this.alive.has(k)) continue;
-      if (!held.some(([p2, a2, k2]) => p2 === p && a2 === a && k2 === k))
-        this.fail(`after ${step}: key ${k}'s answered a${a} in pool ${p} is lost`);
+      const entry = held.find((e) => e.pool === p && e.address === a && e.key === k);
+      if (entry === undefined) this.fail(`after ${step}: key ${k}'s answered a${a} in pool ${p} is lost`);
+      if (isKeptEntry(entry)) this.fail(`after ${step}: key ${k}'s answered a${a} in pool ${p} is marked kept, its attachment live`);
       const claim = (await this.store.readClaim({ network: "", address: ADDRESSES[a] as string }))?.claim;
       if (claim === undefined || poolNumber(claim.pool) !== p) {
         this.fail(
@@ -422,13 +531,17 @@ export class LinkRun {
     const held = await this.holdings();
     for (const [a, address] of ADDRESSES.entries()) {
       const claim = (await this.store.readClaim({ network: "", address }))?.claim;
-      const entries = held.filter(([, a2]) => a2 === a);
-      for (const [p, , k, kept] of entries) {
-        if (!this.alive.has(k) && !kept) this.fail(`at the end: key ${k}'s entry at a${a} of pool ${p}, its attachment dead`);
+      const entries = held.filter((e) => e.address === a);
+      for (const e of entries) {
+        const { pool: p, key: k } = e;
+        // a kept entry outlives its attachment until its keep time runs out; the last pass frees an expired one
+        if (!this.alive.has(k) && !isKeptEntry(e)) this.fail(`at the end: key ${k}'s entry at a${a} of pool ${p}, its attachment dead`);
+        if (isKeptEntry(e) && keepRanOut(e, this.passStartedAt))
+          this.fail(`at the end: key ${k}'s entry at a${a} of pool ${p}, kept since ${e.releasedAt}, past its keep time`);
         if (claim === undefined || poolNumber(claim.pool) !== p || keyNumber(claim.key) !== k)
           this.fail(`at the end: key ${k}'s entry at a${a} of pool ${p} without its claim`);
       }
-      if (claim !== undefined && !entries.some(([p, , k]) => p === poolNumber(claim.pool) && k === keyNumber(claim.key))) {
+      if (claim !== undefined && !entries.some((e) => e.pool === poolNumber(claim.pool) && e.key === keyNumber(claim.key))) {
         this.fail(`at the end: a claim of a${a} naming pool ${poolNumber(claim.pool)} key ${keyNumber(claim.key)}, no such entry`);
       }
     }
