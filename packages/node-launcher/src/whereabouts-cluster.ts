@@ -59,7 +59,10 @@ export async function installWhereaboutsControlLoop(apiserver: KubeApiserver): P
   const image = controlLoopImage(build.controlLoop, build.version);
   // kubectl reads manifests as YAML 1.1, where `defaultMode: 0744` is octal; the client's parser
   // reads YAML 1.2, where octal is written 0o744
-  const manifest = readFileSync(build.installManifest, "utf8").replace(/(defaultMode:\s*)0([0-7]+)\b/g, (_, key, digits) => `${key}0o${digits}`);
+  const manifest = readFileSync(build.installManifest, "utf8").replace(
+    /(defaultMode:\s*)0([0-7]+)\b/g,
+    (_, key, digits) => `${key}0o${digits}`,
+  );
   const objects = loadAllYaml(manifest) as KubernetesObject[];
   const port = new URL(apiserver.url).port;
   for (const object of objects) {
