@@ -5,6 +5,7 @@ export {
   agentSettings,
   jsonNesting,
   NODE_AGENT_KEYS,
+  nodeFlatObject,
   ROUTE_JSON_MAX_NESTING,
 } from "./agent-settings.js";
 export type { CommandContext } from "./commands.js";
@@ -13,6 +14,22 @@ export type { ConfigCache, ConfigCacheOptions, PreparedConfig } from "./config-c
 export { createConfigCache, prepareConfig } from "./config-cache.js";
 export { hostConfigFs } from "./config-host-fs.js";
 export { NODE_KEYS } from "./config-node-keys.js";
+export type { JournalKey, JournalRecord } from "./del-journal.js";
+export {
+  CHART_JOURNAL_DIR,
+  JOURNAL_DIR_MAX_BYTES,
+  JOURNAL_MAX_RECORDS,
+  JOURNAL_NAME_MAX_BYTES,
+  JOURNAL_RECORD_MAX_BYTES,
+  JOURNAL_RECORD_PREFIX,
+  JOURNAL_TEMP_PREFIX,
+  JOURNAL_VERSION,
+  journalDirOf,
+  journalKeyOf,
+  journalRecordName,
+  journalRecordNameOf,
+  parseJournalRecord,
+} from "./del-journal.js";
 export { DEFAULT_FLAT_FILE_PATHS, FLAT_FILE_MAX_BYTES, NODE_CONFIGURATION_PATH_ENV } from "./config-paths.js";
 export { NODE_NAME } from "./config-schema.js";
 export type { DispatcherOptions } from "./dispatcher.js";
