@@ -85,7 +85,8 @@ export const FORWARDER_TEXTS = {
   NO_ANSWER: "closed without an answer",
   DEL_JOURNALED: "ipamkit: ipamkit agent at %s: %s: DEL journaled as %s/%s; the agent releases it when it starts\n",
   JOURNAL_NO_DIR: "agent_journal_dir is not an absolute path of at most %d bytes",
-  JOURNAL_NO_KEY: "the network name, CNI_CONTAINERID or CNI_IFNAME cannot name a record (empty, not printable, or longer than %d bytes together)",
+  JOURNAL_NO_KEY:
+    "the network name, CNI_CONTAINERID or CNI_IFNAME cannot name a record (empty, not printable, or longer than %d bytes together)",
   JOURNAL_TOO_LARGE: "the record would be larger than %d bytes",
   JOURNAL_FULL: "the journal is full (%d records)",
   JOURNAL_UNSAFE: "the directory may not hold records: it is not root's, or group or others may write it",

@@ -53,7 +53,12 @@ describe("the DEL journal, written by the binary", () => {
     const record = parseJournalRecord(readFileSync(path, "utf8"));
     if (typeof record === "string") throw new Error(record);
     expect(record.stdin).toBe(JSON.stringify(conf));
-    expect(record.env).toMatchObject({ CNI_COMMAND: "DEL", CNI_CONTAINERID: "c1", CNI_IFNAME: "net1", CNI_ARGS: expect.stringContaining("K8S_POD_UID=u-1") });
+    expect(record.env).toMatchObject({
+      CNI_COMMAND: "DEL",
+      CNI_CONTAINERID: "c1",
+      CNI_IFNAME: "net1",
+      CNI_ARGS: expect.stringContaining("K8S_POD_UID=u-1"),
+    });
     expect(Object.keys(record.env).every((name) => name.startsWith("CNI_"))).toBe(true);
     expect(record.journaled).toBeGreaterThanOrEqual(before);
     expect(record.journaled).toBeLessThanOrEqual(Date.now());
@@ -84,7 +89,10 @@ describe("the DEL journal, written by the binary", () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/: ECONNREFUSED: DEL journaled as .*\/del:journal-net:k1:net1;/);
     const add = await runPlugin(cniEnv("ADD", "k2", "net1", node()), netconf());
-    expect(add.json).toMatchObject({ code: 11, msg: expect.stringMatching(/ECONNREFUSED: the ipamkit agent \(DaemonSet\) is not running on this node \(agent_required\)$/) });
+    expect(add.json).toMatchObject({
+      code: 11,
+      msg: expect.stringMatching(/ECONNREFUSED: the ipamkit agent \(DaemonSet\) is not running on this node \(agent_required\)$/),
+    });
     expect(String(add.json?.msg)).not.toContain("not installed");
   });
 
@@ -119,7 +127,10 @@ describe("the DEL journal, written by the binary", () => {
     for (let i = 1; i < JOURNAL_MAX_RECORDS; i++) writeFileSync(join(journal(), `del:other:c${i}:net1`), "{}", { mode: 0o600 });
     expect(records()).toHaveLength(JOURNAL_MAX_RECORDS);
     const full = await del("f1");
-    expect(full.json).toMatchObject({ code: 11, msg: expect.stringContaining(`: the journal is full (${JOURNAL_MAX_RECORDS} records); the runtime retries it`) });
+    expect(full.json).toMatchObject({
+      code: 11,
+      msg: expect.stringContaining(`: the journal is full (${JOURNAL_MAX_RECORDS} records); the runtime retries it`),
+    });
     expect(records()).toHaveLength(JOURNAL_MAX_RECORDS);
     expect((await del("f0")).code).toBe(0);
     expect(records()).toHaveLength(JOURNAL_MAX_RECORDS);
@@ -131,14 +142,18 @@ describe("the DEL journal, written by the binary", () => {
     const runs = await Promise.all(Array.from({ length: 40 }, (_, i) => del(`p${i}`)));
     const journaled = runs.filter((r) => r.code === 0).length;
     expect(journaled).toBe(20);
-    for (const r of runs.filter((x) => x.code !== 0)) expect(r.json).toMatchObject({ code: 11, msg: expect.stringContaining("the journal is full") });
+    for (const r of runs.filter((x) => x.code !== 0))
+      expect(r.json).toMatchObject({ code: 11, msg: expect.stringContaining("the journal is full") });
     expect(records()).toHaveLength(JOURNAL_MAX_RECORDS);
     expect(records().filter((name) => name.startsWith("del:journal-net:p"))).toHaveLength(20);
   });
 
   it("a record too large, a directory others may write, a link, a file in the way: 11 naming why, nothing written", async () => {
     const large = await del("l1", { conf: netconf({ padding: "x".repeat(JOURNAL_RECORD_MAX_BYTES) }) });
-    expect(large.json).toMatchObject({ code: 11, msg: expect.stringContaining(`the record would be larger than ${JOURNAL_RECORD_MAX_BYTES} bytes`) });
+    expect(large.json).toMatchObject({
+      code: 11,
+      msg: expect.stringContaining(`the record would be larger than ${JOURNAL_RECORD_MAX_BYTES} bytes`),
+    });
 
     mkdirSync(journal(), { mode: 0o700 });
     chmodSync(journal(), 0o777);
@@ -156,7 +171,10 @@ describe("the DEL journal, written by the binary", () => {
 
     writeFileSync(join(dir, "file"), "");
     const file = await del("t1", { keys: { agent_journal_dir: join(dir, "file", "journal") } });
-    expect(file.json).toMatchObject({ code: 11, msg: expect.stringMatching(/cannot be journaled in .*file\/journal: open: Not a directory/) });
+    expect(file.json).toMatchObject({
+      code: 11,
+      msg: expect.stringMatching(/cannot be journaled in .*file\/journal: open: Not a directory/),
+    });
   });
 
   it("a call that names no record (an interface name with a space, no network name): 11, nothing written", async () => {

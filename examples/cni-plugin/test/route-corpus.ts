@@ -131,7 +131,10 @@ const deep = (inner: Json) =>
 
 /** A network name: mostly plain, sometimes what a file name must not hold, sometimes at the record name's bound (255 bytes). */
 const nameText = fc.oneof(
-  { weight: 6, arbitrary: fc.constantFrom("net-a", "macvlan-conf", "a.b_c-1", "n", "net:a", "net/a", "net%41", "é€😀", "\ud800x", "", "x\0y") },
+  {
+    weight: 6,
+    arbitrary: fc.constantFrom("net-a", "macvlan-conf", "a.b_c-1", "n", "net:a", "net/a", "net%41", "é€😀", "\ud800x", "", "x\0y"),
+  },
   { weight: 2, arbitrary: fc.string({ maxLength: 20 }) },
   { weight: 1, arbitrary: fc.integer({ min: 150, max: 260 }).map((n) => "n".repeat(n)) },
 );
@@ -169,7 +172,18 @@ export const flatTree: fc.Arbitrary<Json> = fc.oneof(
 /** A CNI_CONTAINERID or CNI_IFNAME as bytes (never U+0000: the environment cannot hold it), or unset. */
 export const envValue: fc.Arbitrary<Buffer | undefined> = fc
   .oneof(
-    { weight: 6, arbitrary: fc.constantFrom("c1", "net1", "eth0", "4f1c2a9e8b7d6c5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e", "a:b", "net 1", "x%y") },
+    {
+      weight: 6,
+      arbitrary: fc.constantFrom(
+        "c1",
+        "net1",
+        "eth0",
+        "4f1c2a9e8b7d6c5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e",
+        "a:b",
+        "net 1",
+        "x%y",
+      ),
+    },
     { weight: 2, arbitrary: fc.string({ maxLength: 16 }).map((s) => s.replaceAll("\0", "")) },
     { weight: 1, arbitrary: fc.integer({ min: 100, max: 260 }).map((n) => "c".repeat(n)) },
     { weight: 1, arbitrary: fc.constant(undefined) },

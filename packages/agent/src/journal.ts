@@ -79,12 +79,13 @@ function purgeFailed(stdin: string, path: string, error: Error): AgentResponse {
   return { v: PROTOCOL_VERSION, exitCode: 1, stdout: errorAnswer(cni, stdin), stderr: "" };
 }
 
-/** Reads a regular file without following a link, at most `max` bytes; undefined when it is not one (or larger). */
-function readRecordFile(path: string, max: number): string | undefined {
+/** Reads a regular file without following a link: its text, or why it is not one to replay. */
+function readRecordFile(path: string, max: number): { text: string } | { problem: string } {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
     const st = fstatSync(fd);
-    if (!st.isFile() || st.size > max) return undefined;
+    if (!st.isFile()) return { problem: "not a regular file" };
+    if (st.size > max) return { problem: `larger than ${max} bytes` };
     const buffer = Buffer.alloc(st.size);
     let read = 0;
     while (read < st.size) {
@@ -92,7 +93,7 @@ function readRecordFile(path: string, max: number): string | undefined {
       if (n === 0) break;
       read += n;
     }
-    return buffer.subarray(0, read).toString("utf8");
+    return { text: buffer.subarray(0, read).toString("utf8") };
   } finally {
     closeSync(fd);
   }
@@ -143,16 +144,16 @@ export function createJournal(options: JournalOptions): Journal {
     const release = await locks.acquire(name);
     try {
       const path = join(dir, name);
-      let text: string | undefined;
+      let read: ReturnType<typeof readRecordFile>;
       try {
-        text = readRecordFile(path, JOURNAL_RECORD_MAX_BYTES);
+        read = readRecordFile(path, JOURNAL_RECORD_MAX_BYTES);
       } catch (error) {
         // removed meanwhile: an ADD or DEL for the attachment came first
         if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
         throw error;
       }
-      if (text === undefined) return drop(dir, name, `not a regular file of at most ${JOURNAL_RECORD_MAX_BYTES} bytes`);
-      const record = parseJournalRecord(text);
+      if ("problem" in read) return drop(dir, name, read.problem);
+      const record = parseJournalRecord(read.text);
       if (typeof record === "string") return drop(dir, name, record);
       // the name is what an ADD for the attachment purges: a record under another name could outlive that ADD
       const own = journalRecordNameOf(record.env, record.stdin);
@@ -203,7 +204,8 @@ export function createJournal(options: JournalOptions): Journal {
         if (st !== undefined && Date.now() - st.mtimeMs > JOURNAL_TEMP_MAX_AGE_MS) remove(join(dir, name));
         continue;
       }
-      if (!name.startsWith(JOURNAL_RECORD_PREFIX)) {
+      // a directory, link or device is no record the binary wrote (it writes regular files only)
+      if (!name.startsWith(JOURNAL_RECORD_PREFIX) || !lstatSync(join(dir, name), { throwIfNoEntry: false })?.isFile()) {
         if (!warned.has(`${dir}/${name}`)) logger.warn({ journal: dir, entry: name }, "DEL journal: not a record; left alone");
         warned.add(`${dir}/${name}`);
         continue;

@@ -81,7 +81,12 @@ function statsMetrics(registry: Registry, agents: readonly (() => AgentStats)[])
     "counter",
   );
   fromStats("ipamkit_agent_journal_replayed_total", "Journaled DELs replayed (released).", (s) => s.journal.replayed, "counter");
-  fromStats("ipamkit_agent_journal_replay_failures_total", "Replays of journaled DELs that failed (retried).", (s) => s.journal.failed, "counter");
+  fromStats(
+    "ipamkit_agent_journal_replay_failures_total",
+    "Replays of journaled DELs that failed (retried).",
+    (s) => s.journal.failed,
+    "counter",
+  );
   fromStats(
     "ipamkit_agent_journal_dropped_total",
     "Journal records dropped unreplayed: unreadable, or failed too often (the reconciler frees them).",

@@ -38,8 +38,8 @@ async function listen(server: Server, socketPath: string): Promise<void> {
 async function stop(ctx: Connections & { closing: boolean }, server: Server, logger: Logger): Promise<void> {
   const { options } = ctx;
   ctx.closing = true;
-  // no replay starts now; the one running finishes like a call in flight
-  await ctx.journal?.stop();
+  // no replay starts now; the one running may finish like a call in flight (a hung store does not hold the stop)
+  if (ctx.journal !== undefined) await within(ctx.journal.stop(), options.drainTimeoutMs ?? 10_000);
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   for (const socket of ctx.all) if (!ctx.working.has(socket)) socket.destroy();
   const drained = await within(Promise.allSettled([...ctx.inFlight]), options.drainTimeoutMs ?? 10_000);

@@ -14,6 +14,8 @@ export type { ConfigCache, ConfigCacheOptions, PreparedConfig } from "./config-c
 export { createConfigCache, prepareConfig } from "./config-cache.js";
 export { hostConfigFs } from "./config-host-fs.js";
 export { NODE_KEYS } from "./config-node-keys.js";
+export { DEFAULT_FLAT_FILE_PATHS, FLAT_FILE_MAX_BYTES, NODE_CONFIGURATION_PATH_ENV } from "./config-paths.js";
+export { NODE_NAME } from "./config-schema.js";
 export type { JournalKey, JournalRecord } from "./del-journal.js";
 export {
   CHART_JOURNAL_DIR,
@@ -30,8 +32,6 @@ export {
   journalRecordNameOf,
   parseJournalRecord,
 } from "./del-journal.js";
-export { DEFAULT_FLAT_FILE_PATHS, FLAT_FILE_MAX_BYTES, NODE_CONFIGURATION_PATH_ENV } from "./config-paths.js";
-export { NODE_NAME } from "./config-schema.js";
 export type { DispatcherOptions } from "./dispatcher.js";
 export { ABOUT_TEXT, dispatch } from "./dispatcher.js";
 export { checkEnv, ENV_TABLE, parseCniArgs, readEnv } from "./env.js";
