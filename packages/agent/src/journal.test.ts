@@ -46,9 +46,9 @@ async function openStore(config: IpamConfig): Promise<IpamStore> {
   return createFileStore({ dir: config.dataDir });
 }
 
-/** The node's flat file names the journal (as the chart writes it). */
+/** The node's flat file names this agent's socket and the journal (as the chart writes it). */
 function nodeWithJournal(extra: Record<string, unknown> = {}): void {
-  writeFileSync(join(dir, "whereabouts.conf"), JSON.stringify({ agent_journal_dir: journalDir(), ...extra }));
+  writeFileSync(join(dir, "whereabouts.conf"), JSON.stringify({ agent_socket: socketPath, agent_journal_dir: journalDir(), ...extra }));
 }
 
 /** A record as the binary writes it (forwarder-journal.h): the DEL call, under its attachment's name. */
@@ -253,6 +253,22 @@ describe("the DEL journal, replayed by the agent", () => {
     expect(await add("more")).toBe("10.30.0.2/24");
   });
 
+  it("an agent on another socket than the node's agent_socket (a test's, a second one) leaves the node's journal alone", async () => {
+    await start();
+    await add("o1");
+    await agent?.close();
+    const name = journal("o1");
+    nodeWithJournal({ agent_socket: "/run/ipamkit/agent.sock" });
+    await start();
+    await until("the note", () => log.some((line) => line.includes("this agent does not serve the node's agent_socket")));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(records()).toEqual([name]);
+    expect(Object.keys(await held())).toEqual(["o1"]);
+    // nor does an ADD it serves purge the node's records
+    await add("o1");
+    expect(records()).toEqual([name]);
+  });
+
   it("a journal directory others may write is not used; no agent_journal_dir: no journal at all", async () => {
     await start();
     await add("u1");
@@ -264,8 +280,7 @@ describe("the DEL journal, replayed by the agent", () => {
     expect(log.join("")).toContain("group or others may write it");
     await agent?.close();
     chmodSync(journalDir(), 0o700);
-    nodeWithJournal({ agent_journal_dir: undefined });
-    writeFileSync(join(dir, "whereabouts.conf"), "{}");
+    writeFileSync(join(dir, "whereabouts.conf"), JSON.stringify({ agent_socket: socketPath }));
     await start();
     await new Promise((r) => setTimeout(r, 200));
     expect(records()).toEqual([name]);

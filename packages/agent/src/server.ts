@@ -59,13 +59,27 @@ async function stop(ctx: Connections & { closing: boolean }, server: Server, log
 /** How long a replayed DEL may take (a live call's longest agent_timeout). */
 const REPLAY_DEADLINE_MS = 30_000;
 
-/** The DEL journal where the node's flat file names one (`agent_journal_dir`), replayed through this agent's calls. */
+/**
+ * The DEL journal where the node's flat file names one (`agent_journal_dir`), replayed through this
+ * agent's calls — when this agent is the node's: its records are DELs nobody answered on the
+ * flat file's `agent_socket`, so an agent on another socket (a test's, a second one) leaves them alone.
+ */
 function journalOf(ctx: Connections, settings: Exclude<AgentOptions["journal"], false | undefined>): Journal {
+  let noted: unknown;
   return createJournal({
     ...settings,
     dir: () => {
-      const dir = journalDirOf(nodeFlatObject(ctx.fs));
-      return typeof dir === "string" ? dir : undefined;
+      const flat = nodeFlatObject(ctx.fs);
+      const dir = journalDirOf(flat);
+      if (typeof dir !== "string") return undefined;
+      if (flat.agent_socket === ctx.options.socketPath) return dir;
+      if (noted !== flat.agent_socket)
+        ctx.logger.info(
+          { journal: dir, nodeSocket: flat.agent_socket },
+          "DEL journal: not read: this agent does not serve the node's agent_socket",
+        );
+      noted = flat.agent_socket;
+      return undefined;
     },
     replay: (record) => runCall(ctx, { ...record.env }, record.stdin, Date.now() + REPLAY_DEADLINE_MS),
     locks: new KeyedQueue(),
