@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { PROJECT_CRDS } from "@ipamkit/kube-apiserver-launcher";
 import { loadAllYaml } from "@kubernetes/client-node";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { ALL_ON, ETCD_VALUES, find, helmRun, NAMESPACE, template } from "../test/chart.js";
+import { ALL_ON, container, ETCD_VALUES, find, helmRun, NAMESPACE, nodePod, reconcilerPod, refusal, template } from "../test/chart.js";
 import { CHART, type Rendered } from "../test/helm.js";
 import { removeTempDirs, run, serviceAccountVolume, tempDir } from "../test/run.js";
 
@@ -62,18 +62,54 @@ describe("helm lint and template", () => {
     ]);
   });
 
-  it("whereaboutsLease: the Lease grants of rbac-cni-whereabouts-lease.yaml and the flat-file key; refused with etcd", () => {
-    const objects = template(["--set", "whereaboutsLease=true"]);
-    const lease = rulesOf("rbac-cni-whereabouts-lease.yaml", "Role", "ipamkit-cni-whereabouts-lease");
-    expect(find(objects, "Role", "ipamkit-cni").rules).toEqual([...rulesOf("rbac-cni.yaml", "Role", "ipamkit-cni"), ...lease]);
-    const install = find(objects, "DaemonSet", "ipamkit-node").spec.template.spec.initContainers[0];
-    const flat = JSON.parse(install.args[install.args.indexOf("--flat-file-json") + 1]);
-    expect(flat.whereabouts_lease).toBe(true);
-    const off = find(template(), "DaemonSet", "ipamkit-node").spec.template.spec.initContainers[0];
-    expect(JSON.parse(off.args[off.args.indexOf("--flat-file-json") + 1])).not.toHaveProperty("whereabouts_lease");
+  it("whereaboutsLease: auto (the default) and true grant Whereabouts' Lease as the audited manifests; false none; refused with etcd", () => {
+    const flatOf = (objects: Rendered[]) => {
+      const install = nodePod(objects).initContainers[0];
+      return JSON.parse(install.args[install.args.indexOf("--flat-file-json") + 1]);
+    };
+    const leaseRules = (objects: Rendered[]) =>
+      find(objects, "Role", "ipamkit-cni").rules.filter((r: Rendered) => r.resources.includes("leases"));
+    // auto: get and update by name (rbac-cni.yaml), no flat-file key (the plugin's own default)
+    const auto = template();
+    expect(leaseRules(auto)).toEqual([
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: ["whereabouts"], verbs: ["get", "update"] },
+    ]);
+    expect(flatOf(auto)).not.toHaveProperty("whereabouts_lease");
+    // true: and create, from rbac-cni-whereabouts-lease.yaml
+    const on = template(["--set", "whereaboutsLease=true"]);
+    const create = rulesOf("rbac-cni-whereabouts-lease.yaml", "Role", "ipamkit-cni-whereabouts-lease");
+    expect(find(on, "Role", "ipamkit-cni").rules).toEqual([...rulesOf("rbac-cni.yaml", "Role", "ipamkit-cni"), ...create]);
+    expect(flatOf(on).whereabouts_lease).toBe(true);
+    // false: never taken, so never granted
+    const off = template(["--set", "whereaboutsLease=false"]);
+    expect(leaseRules(off)).toEqual([]);
+    expect(flatOf(off).whereabouts_lease).toBe(false);
+    expect(refusal(["--set", "whereaboutsLease=sometimes"])).toMatch(/at '\/whereaboutsLease': value must be one of 'auto', true, false/);
     expect(helmRun(["template", "x", CHART, ...ETCD_VALUES, "--set", "whereaboutsLease=true"]).stderr).toContain(
       "whereaboutsLease needs store.type kubernetes",
     );
+  });
+
+  it("reconciler.nodeSlices: --node-slices=true and the grants of rbac-reconciler-node-slices.yaml; refused with etcd or watch", () => {
+    const objects = template(["--set", "reconciler.nodeSlices=true"]);
+    expect(container(reconcilerPod(objects), "reconciler").args).toContain("--node-slices=true");
+    expect(find(objects, "ClusterRole", "ipamkit-reconciler-nodes").rules).toEqual(
+      rulesOf("rbac-reconciler-node-slices.yaml", "ClusterRole", "ipamkit-reconciler-nodes"),
+    );
+    const binding = find(objects, "ClusterRoleBinding", "ipamkit-reconciler-nodes");
+    expect(binding.roleRef.name).toBe("ipamkit-reconciler-nodes");
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "ipamkit-reconciler", namespace: NAMESPACE }]);
+    // the NodeSlicePool rule joins the reconciler's Role in the pool namespace
+    expect(find(objects, "Role", "ipamkit-reconciler").rules).toEqual(
+      expect.arrayContaining(rulesOf("rbac-reconciler-node-slices.yaml", "Role", "ipamkit-reconciler-node-slices")),
+    );
+    // off (the default): neither the argument nor the grants
+    const off = template();
+    expect(container(reconcilerPod(off), "reconciler").args.some((a: string) => a.startsWith("--node-slices"))).toBe(false);
+    expect(off.some((o) => o.metadata.name === "ipamkit-reconciler-nodes")).toBe(false);
+    expect(JSON.stringify(find(off, "Role", "ipamkit-reconciler").rules)).not.toContain("nodeslicepools");
+    for (const values of [ETCD_VALUES, ["--set", "reconciler.mode=watch"]])
+      expect(refusal([...values, "--set", "reconciler.nodeSlices=true"])).toContain("reconciler.nodeSlices needs store.type kubernetes");
   });
 
   it("the DaemonSet's installer arguments, run by the real installer, write the flat file the agent's socket and probes match", async () => {
