@@ -73,9 +73,12 @@ seccompProfile: { type: RuntimeDefault }
 {{/* Where the etcd TLS Secret is mounted in the agent and the reconciler. */}}
 {{- define "ipamkit.etcdTlsDir" -}}/etc/ipamkit/etcd{{- end -}}
 
-{{/* The flat-file keys the installer adds: the agent's socket, the etcd connection, whereabouts_lease. */}}
+{{/* The flat-file keys the installer adds: the agent's socket, the DEL journal, the etcd connection, whereabouts_lease. */}}
 {{- define "ipamkit.flatFileKeys" -}}
 {{- $keys := dict "agent_socket" (include "ipamkit.socket" .) "agent_required" .Values.agent.required -}}
+{{- with .Values.agent.journalDir -}}
+{{- $_ := set $keys "agent_journal_dir" . -}}
+{{- end -}}
 {{- if ne (toString .Values.whereaboutsLease) "auto" -}}
 {{- $_ := set $keys "whereabouts_lease" .Values.whereaboutsLease -}}
 {{- end -}}

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { PROJECT_CRDS } from "@ipamkit/kube-apiserver-launcher";
 import { loadAllYaml } from "@kubernetes/client-node";
@@ -112,6 +112,21 @@ describe("helm lint and template", () => {
       expect(refusal([...values, "--set", "reconciler.nodeSlices=true"])).toContain("reconciler.nodeSlices needs store.type kubernetes");
   });
 
+  it('agent.journalDir: the flat file\'s agent_journal_dir, mounted into the installer and the agent; "": no journal', () => {
+    const pod = nodePod(template(["--set", "agent.journalDir=/var/lib/dels"]));
+    const install = container(pod, "install");
+    expect(JSON.parse(install.args[install.args.indexOf("--flat-file-json") + 1]).agent_journal_dir).toBe("/var/lib/dels");
+    expect(pod.volumes).toContainEqual({ name: "journal", hostPath: { path: "/var/lib/dels", type: "DirectoryOrCreate" } });
+    expect(install.volumeMounts).toContainEqual({ name: "journal", mountPath: "/host/var/lib/dels" });
+    expect(container(pod, "agent").volumeMounts).toContainEqual({ name: "journal", mountPath: "/var/lib/dels" });
+    const none = nodePod(template(["--set", "agent.journalDir="]));
+    const noneInstall = container(none, "install");
+    expect(JSON.parse(noneInstall.args[noneInstall.args.indexOf("--flat-file-json") + 1])).not.toHaveProperty("agent_journal_dir");
+    expect(JSON.stringify(none)).not.toContain('"journal"');
+    for (const bad of ["var/lib/j", "/var/../etc", "/var/./j"])
+      expect(refusal(["--set", `agent.journalDir=${bad}`])).toContain("at '/agent/journalDir'");
+  });
+
   it("the DaemonSet's installer arguments, run by the real installer, write the flat file the agent's socket and probes match", async () => {
     for (const values of [[], ETCD_VALUES]) {
       const ds = find(template(values), "DaemonSet", "ipamkit-node");
@@ -134,7 +149,10 @@ describe("helm lint and template", () => {
       expect(r.stderr).toBe("");
       expect(r.code).toBe(0);
       const flat = JSON.parse(readFileSync(join(host, "etc/cni/net.d/whereabouts.d/whereabouts.conf"), "utf8"));
-      expect(flat).toMatchObject({ agent_socket: socket, agent_required: true });
+      expect(flat).toMatchObject({ agent_socket: socket, agent_required: true, agent_journal_dir: "/var/lib/ipamkit/journal" });
+      // the DEL journal's directory, root-only, where the agent's mount of it is
+      expect(statSync(join(host, "var/lib/ipamkit/journal")).mode & 0o777).toBe(0o700);
+      expect(agent.volumeMounts).toContainEqual({ name: "journal", mountPath: flat.agent_journal_dir });
       const watcher = spec.containers.find((c: Rendered) => c.name === "token-watcher");
       if (values.length === 0) {
         expect(flat).toMatchObject({
