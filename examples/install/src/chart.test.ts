@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { PROJECT_CRDS } from "@ipamkit/kube-apiserver-launcher";
 import { loadAllYaml } from "@kubernetes/client-node";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { parseOptions } from "../../cron-reconciler/src/args.js";
 import { ALL_ON, container, ETCD_VALUES, find, helmRun, NAMESPACE, nodePod, reconcilerPod, refusal, template } from "../test/chart.js";
 import { CHART, type Rendered } from "../test/helm.js";
 import { removeTempDirs, run, serviceAccountVolume, tempDir } from "../test/run.js";
@@ -92,7 +93,10 @@ describe("helm lint and template", () => {
 
   it("reconciler.nodeSlices: --node-slices=true and the grants of rbac-reconciler-node-slices.yaml; refused with etcd or watch", () => {
     const objects = template(["--set", "reconciler.nodeSlices=true"]);
-    expect(container(reconcilerPod(objects), "reconciler").args).toContain("--node-slices=true");
+    const args = container(reconcilerPod(objects), "reconciler").args;
+    expect(args).toContain("--node-slices=true");
+    // the reconciler's own parser takes the rendered arguments so (cron mode, node slices on)
+    expect(parseOptions(args)).toMatchObject({ nodeSlices: true, watch: false });
     expect(find(objects, "ClusterRole", "ipamkit-reconciler-nodes").rules).toEqual(
       rulesOf("rbac-reconciler-node-slices.yaml", "ClusterRole", "ipamkit-reconciler-nodes"),
     );
