@@ -58,6 +58,14 @@ export const AGENT_FLAGS: Record<string, FlagDoc> = {
     whereabouts: "—",
     bad: ["--socket", "/run/ipamkit.sock", "--drain-timeout", "soon"],
   },
+  "journal-interval": {
+    value: "SECONDS",
+    description:
+      "Read the DEL journal (the node flat file's `agent_journal_dir`) this often, and at start: each record's DEL is replayed ([operation](operate.md#when-the-agent-is-down-the-del-journal)).",
+    default: "10",
+    whereabouts: "—",
+    bad: ["--socket", "/run/ipamkit.sock", "--journal-interval", "0"],
+  },
   "metrics-address": {
     value: "HOST:PORT",
     description: "Serve Prometheus `/metrics` and `/healthz` there.",

@@ -54,8 +54,11 @@ seccompProfile: { type: RuntimeDefault }
 {{- if not (has .Values.reconciler.mode (list "cron" "watch")) -}}
 {{- fail (printf "reconciler.mode must be cron or watch, not %q" .Values.reconciler.mode) -}}
 {{- end -}}
-{{- if and .Values.whereaboutsLease (ne .Values.store.type "kubernetes") -}}
+{{- if and (eq (toString .Values.whereaboutsLease) "true") (ne .Values.store.type "kubernetes") -}}
 {{- fail "whereaboutsLease needs store.type kubernetes (Whereabouts' Lease guards its pools there)" -}}
+{{- end -}}
+{{- if and .Values.reconciler.nodeSlices (or (ne .Values.store.type "kubernetes") (ne .Values.reconciler.mode "cron")) -}}
+{{- fail "reconciler.nodeSlices needs store.type kubernetes (NodeSlicePools) and reconciler.mode cron (it runs after each scheduled pass)" -}}
 {{- end -}}
 {{- if and .Values.metrics.prometheusRule.enabled (not .Values.agent.metrics.enabled) (not .Values.reconciler.enabled) -}}
 {{- fail "metrics.prometheusRule needs agent.metrics.enabled or reconciler.enabled: nothing to alert on" -}}
@@ -70,11 +73,14 @@ seccompProfile: { type: RuntimeDefault }
 {{/* Where the etcd TLS Secret is mounted in the agent and the reconciler. */}}
 {{- define "ipamkit.etcdTlsDir" -}}/etc/ipamkit/etcd{{- end -}}
 
-{{/* The flat-file keys the installer adds: the agent's socket, the etcd connection, whereabouts_lease. */}}
+{{/* The flat-file keys the installer adds: the agent's socket, the DEL journal, the etcd connection, whereabouts_lease. */}}
 {{- define "ipamkit.flatFileKeys" -}}
 {{- $keys := dict "agent_socket" (include "ipamkit.socket" .) "agent_required" .Values.agent.required -}}
-{{- if .Values.whereaboutsLease -}}
-{{- $_ := set $keys "whereabouts_lease" true -}}
+{{- with .Values.agent.journalDir -}}
+{{- $_ := set $keys "agent_journal_dir" . -}}
+{{- end -}}
+{{- if ne (toString .Values.whereaboutsLease) "auto" -}}
+{{- $_ := set $keys "whereabouts_lease" .Values.whereaboutsLease -}}
 {{- end -}}
 {{- if eq .Values.store.type "etcd" -}}
 {{- $_ := set $keys "etcd_host" (join "," .Values.store.etcd.endpoints) -}}

@@ -10,7 +10,7 @@ import { DATASTORES, type Datastore, loadStoreCode, openExclusive, openStore } f
 // keeps each store's client open between calls.
 const USAGE =
   "usage: ipamkit-agent --socket PATH [--node-name NAME] [--log-level info] [--warm etcd,kubernetes,file]\n" +
-  "                     [--idle-timeout SECONDS (10)] [--drain-timeout SECONDS (10)]\n" +
+  "                     [--idle-timeout SECONDS (10)] [--drain-timeout SECONDS (10)] [--journal-interval SECONDS (10)]\n" +
   "                     [--metrics-address HOST:PORT (off; serves /metrics and /healthz)]";
 
 /**
@@ -34,11 +34,12 @@ type Flags = {
   warm?: string;
   "idle-timeout"?: string;
   "drain-timeout"?: string;
+  "journal-interval"?: string;
   "metrics-address"?: string;
   help?: boolean;
 };
 
-type Timeouts = { idleTimeoutMs?: number; drainTimeoutMs?: number };
+type Timeouts = { idleTimeoutMs?: number; drainTimeoutMs?: number; journalIntervalMs?: number };
 type MetricsCode = typeof import("@ipamkit/agent/metrics");
 
 /** Everything the flags decide, checked; a number is the exit code to return (help printed, or a usage error written). */
@@ -70,6 +71,7 @@ function readFlags(): Flags | number {
         warm: { type: "string" },
         "idle-timeout": { type: "string" },
         "drain-timeout": { type: "string" },
+        "journal-interval": { type: "string" },
         "metrics-address": { type: "string" },
         help: { type: "boolean" },
       },
@@ -85,12 +87,13 @@ function readFlags(): Flags | number {
   return values;
 }
 
-/** --idle-timeout and --drain-timeout in milliseconds; a number is the exit code of a usage error. */
+/** --idle-timeout, --drain-timeout and --journal-interval in milliseconds; a number is the exit code of a usage error. */
 function readTimeouts(values: Flags): Timeouts | number {
   const timeouts: Timeouts = {};
   for (const [flag, key] of [
     ["idle-timeout", "idleTimeoutMs"],
     ["drain-timeout", "drainTimeoutMs"],
+    ["journal-interval", "journalIntervalMs"],
   ] as const) {
     const text = values[flag];
     if (text === undefined) continue;
@@ -141,7 +144,8 @@ async function startServing(
   setup: AgentSetup,
   state: { stopping: boolean },
 ): Promise<{ agent: Agent; metricsServer: MetricsServer | undefined } | number> {
-  const { socket, nodeName, timeouts, logger, metricsAddress, metricsCode } = setup;
+  const { socket, nodeName, logger, metricsAddress, metricsCode } = setup;
+  const { journalIntervalMs, ...timeouts } = setup.timeouts;
   const metrics = metricsCode?.createAgentMetrics();
   const wired =
     metrics === undefined
@@ -159,6 +163,8 @@ async function startServing(
       ...wired,
       logger,
       ...timeouts,
+      // the node's DEL journal (its flat file's agent_journal_dir), replayed at start and every interval
+      journal: journalIntervalMs === undefined ? {} : { scanIntervalMs: journalIntervalMs },
       ...(nodeName === undefined ? {} : { nodeName }),
     });
     metrics?.watch(agent.stats);

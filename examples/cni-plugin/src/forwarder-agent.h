@@ -10,13 +10,9 @@
 // The pause between two connects to a listener whose backlog is full: 1 ms, doubling, at most this.
 #define CONNECT_PAUSE_MAX_MS 50.0
 
-// {"v":1,"frame":"raw","socket":…,"deadline":<epoch ms>,"env":{CNI_*…},"stdin":…}
-static int build_request(struct buf *req, const char *socket_path, double deadline, const struct buf *in) {
-  char number[32];
-  snprintf(number, sizeof number, "%.0f", deadline);
-  if (append_str(req, "{\"v\":1,\"frame\":\"raw\",\"socket\":") || append_json_string(req, socket_path, strlen(socket_path)) ||
-      append_str(req, ",\"deadline\":") || append_str(req, number) || append_str(req, ",\"env\":{"))
-    return -1;
+// ,"env":{CNI_*…},"stdin":…}\n — how a request (and a journal record, forwarder-journal.h) ends.
+static int append_call(struct buf *req, const struct buf *in) {
+  if (append_str(req, ",\"env\":{")) return -1;
   int first = 1;
   for (char **e = environ; *e; e++) {
     const char *eq = strchr(*e, '=');
@@ -29,10 +25,28 @@ static int build_request(struct buf *req, const char *socket_path, double deadli
   return append_str(req, "},\"stdin\":") || append_json_string(req, in->data, in->len) || append_str(req, "}\n");
 }
 
-// UNREACHABLE: no connection; FAILED: nothing sent (the request could not be built); TIMED_OUT: the
-// deadline passed; REFUSED: the peer is not trusted (nothing sent); MAY_HAVE_RECEIVED: connected, then
-// no usable answer.
-enum outcome { ANSWERED, UNREACHABLE, FAILED, TIMED_OUT, REFUSED, MAY_HAVE_RECEIVED };
+// {"v":1,"frame":"raw","socket":…,"deadline":<epoch ms>,"env":{CNI_*…},"stdin":…}
+static int build_request(struct buf *req, const char *socket_path, double deadline, const struct buf *in) {
+  char number[32];
+  snprintf(number, sizeof number, "%.0f", deadline);
+  if (append_str(req, "{\"v\":1,\"frame\":\"raw\",\"socket\":") || append_json_string(req, socket_path, strlen(socket_path)) ||
+      append_str(req, ",\"deadline\":") || append_str(req, number))
+    return -1;
+  return append_call(req, in);
+}
+
+// Sleeps `ms` milliseconds (signals do not cut it short).
+static void sleep_ms(double ms) {
+  struct timespec t = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
+  while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+  }
+}
+
+// UNREACHABLE: no connection (NO_SOCKET: there is no socket file, ENOENT — no agent installed, or
+// not started); FAILED: nothing sent (the request could not be built); TIMED_OUT: the deadline
+// passed; REFUSED: the peer is not trusted (nothing sent); MAY_HAVE_RECEIVED: connected, then no
+// usable answer.
+enum outcome { ANSWERED, UNREACHABLE, NO_SOCKET, FAILED, TIMED_OUT, REFUSED, MAY_HAVE_RECEIVED };
 
 // errno as Node names it (ENOENT, ECONNREFUSED, …), as @ipamkit/agent's client reports it.
 static const char *errno_name(int e) {
@@ -77,14 +91,11 @@ static enum outcome ask_agent(const struct route *route, const struct buf *req, 
     if (errno == EINTR) continue;
     double left = until - now_ms(CLOCK_MONOTONIC);
     if (errno == EAGAIN && left > 0) {
-      double ms = pause < left ? pause : left;
-      struct timespec t = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
-      while (nanosleep(&t, &t) != 0 && errno == EINTR) {
-      }
+      sleep_ms(pause < left ? pause : left);
       pause = pause * 2 < CONNECT_PAUSE_MAX_MS ? pause * 2 : CONNECT_PAUSE_MAX_MS;
       continue;
     }
-    result = errno == EAGAIN ? TIMED_OUT : UNREACHABLE;
+    result = errno == EAGAIN ? TIMED_OUT : errno == ENOENT ? NO_SOCKET : UNREACHABLE;
     snprintf(why, size, "%s", errno == EAGAIN ? IPAMKIT_T_TIMED_OUT : errno_name(errno));
     close(fd);
     return result;

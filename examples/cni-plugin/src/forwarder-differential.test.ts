@@ -2,18 +2,27 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AGENT_TIMEOUT_DEFAULT_SECONDS, agentSettings, type ConfigFs, jsonNesting, ROUTE_JSON_MAX_NESTING } from "@ipamkit/cni";
+import {
+  AGENT_TIMEOUT_DEFAULT_SECONDS,
+  agentSettings,
+  type ConfigFs,
+  journalRecordName,
+  jsonNesting,
+  ROUTE_JSON_MAX_NESTING,
+} from "@ipamkit/cni";
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { compileC } from "../test/compile-c.js";
-import { bytesOf, configTree, flatTree, writing } from "../test/route-corpus.js";
+import { bytesOf, configTree, envValue, flatTree, writing } from "../test/route-corpus.js";
 
 // Issue 47: the binary's C reader (src/forwarder-json.h, src/forwarder-route.h) and the TypeScript
 // reading of the same bytes (Node's UTF-8 decoding, JSON.parse, agentSettings()) must agree on
 // every routing-relevant answer: whether the config is JSON at all, whether the call goes to the
 // agent, and with which socket (byte for byte), agent_required, timeout and trusted uid. Before
 // that issue they routed differently in 224 of 15 154 cases (`"agent_uid\u0000"` read as
-// agent_uid, `"ipam\u0000"` as ipam). The C reader runs under ASan and UBSan: undefined behaviour
+// agent_uid, `"ipam\u0000"` as ipam). Issue 48 adds the DEL journal: the directory
+// (`agent_journal_dir`) and the record name, which the agent recomputes to find and purge it.
+// The C reader runs under ASan and UBSan: undefined behaviour
 // on any case (a 1e300 cast to long long) fails the test too.
 
 const RUNS = process.env.RELIABILITY === "full" ? 100_000 : 15_000;
@@ -35,10 +44,17 @@ interface Answer {
   required: boolean;
   timeout: number;
   uid: number;
+  /** The journal directory as hex, "-" none, "!" set but invalid. */
+  journal: string;
+  /** The DEL journal record's name, "-" none. */
+  record: string;
 }
 
+/** One case: config bytes, flat file bytes (undefined: none), CNI_CONTAINERID and CNI_IFNAME bytes (undefined: unset). */
+type Case = [Buffer, Buffer | undefined, Buffer | undefined, Buffer | undefined];
+
 /** What the TypeScript side answers for the same bytes. */
-function typescriptAnswer(config: Buffer, flat: Buffer | undefined): Answer {
+function typescriptAnswer([config, flat, containerId, ifName]: Case): Answer {
   const text = config.toString("utf8");
   let readable = true;
   try {
@@ -54,6 +70,13 @@ function typescriptAnswer(config: Buffer, flat: Buffer | undefined): Answer {
     readText: () => flat?.toString("utf8") ?? "",
   };
   const route = agentSettings(text, fs);
+  const journal = route?.journalDir;
+  // the agent reads the variables as Node decodes the record's JSON (invalid UTF-8 as U+FFFD)
+  const name = readable ? (JSON.parse(text) as { name?: unknown } | null)?.name : undefined;
+  const record =
+    typeof name === "string" && containerId !== undefined && ifName !== undefined
+      ? journalRecordName({ network: name, containerId: containerId.toString("utf8"), ifName: ifName.toString("utf8") })
+      : undefined;
   return {
     readable,
     agent: route !== undefined,
@@ -61,30 +84,34 @@ function typescriptAnswer(config: Buffer, flat: Buffer | undefined): Answer {
     required: route?.required ?? false,
     timeout: route === undefined ? AGENT_TIMEOUT_DEFAULT_SECONDS : (route.timeoutSeconds ?? AGENT_TIMEOUT_DEFAULT_SECONDS),
     uid: route?.uid === undefined ? -1 : route.uid + 0,
+    journal: journal === undefined ? "-" : journal === false ? "!" : Buffer.from(journal, "utf8").toString("hex"),
+    record: record ?? "-",
   };
 }
 
 /** The C reader's answers, one per case, from one process. */
-function cAnswers(cases: readonly [Buffer, Buffer | undefined][]): Answer[] {
+function cAnswers(cases: readonly Case[]): Answer[] {
   const frames: Buffer[] = [];
   const length = (n: number) => {
     const b = Buffer.alloc(4);
     b.writeUInt32LE(n);
     return b;
   };
-  for (const [config, flat] of cases)
-    frames.push(length(config.length), config, length(flat?.length ?? 0xffffffff), flat ?? Buffer.alloc(0));
+  const optional = (bytes: Buffer | undefined) => [length(bytes?.length ?? 0xffffffff), bytes ?? Buffer.alloc(0)];
+  for (const [config, flat, containerId, ifName] of cases)
+    frames.push(length(config.length), config, ...optional(flat), ...optional(containerId), ...optional(ifName));
   const r = spawnSync(reader, [], { input: Buffer.concat(frames), maxBuffer: 256 << 20, encoding: "utf8" });
   if (r.status !== 0) throw new Error(`route-reader exited ${r.status} (${r.signal}):\n${r.stderr.slice(0, 4000)}`);
   return r.stdout
     .trimEnd()
     .split("\n")
     .map((line) => {
-      const [readable, agent, socket, required, timeout, uid] = line.split(" ");
+      const [readable, agent, socket, required, timeout, uid, journal, record] = line.split(" ");
       const answer = { readable: readable === "1", agent: agent === "1", socket: socket ?? "", required: required === "1" };
+      const more = { journal: journal ?? "", record: record ?? "" };
       return agent === "1"
-        ? { ...answer, timeout: Number(timeout), uid: Number(uid) }
-        : { ...answer, socket: "-", required: false, timeout: AGENT_TIMEOUT_DEFAULT_SECONDS, uid: -1 };
+        ? { ...answer, timeout: Number(timeout), uid: Number(uid), ...more }
+        : { ...answer, socket: "-", required: false, timeout: AGENT_TIMEOUT_DEFAULT_SECONDS, uid: -1, ...more };
     });
 }
 
@@ -99,14 +126,17 @@ it(`the C reader and the TypeScript reader route the same way on ${RUNS} generat
     fc.tuple(
       fc.tuple(configTree, writing).map(([tree, how]) => bytesOf(tree, how)),
       flatOrNone,
+      envValue,
+      envValue,
     ),
     { numRuns: RUNS, seed: SEED },
   );
-  const typed: [Buffer, Buffer | undefined][] = cases.map(([config, flat]) => [config, flat ?? undefined]);
+  const typed: Case[] = cases.map(([config, flat, id, ifName]) => [config, flat ?? undefined, id, ifName]);
   const c = cAnswers(typed);
   expect(c).toHaveLength(typed.length);
-  const disagreements = typed.flatMap(([config, flat], i) => {
-    const ts = typescriptAnswer(config, flat);
+  const disagreements = typed.flatMap((one, i) => {
+    const ts = typescriptAnswer(one);
+    const [config, flat] = one;
     return JSON.stringify(ts) === JSON.stringify(c[i])
       ? []
       : [{ config: config.toString("latin1").slice(0, 300), flat: flat?.toString("latin1").slice(0, 300), ts, c: c[i] }];
@@ -122,6 +152,11 @@ it(`the C reader and the TypeScript reader route the same way on ${RUNS} generat
   expect(unreadable).toBeGreaterThan(typed.length / 50);
   expect(c.some((a) => a.agent && a.uid >= 0)).toBe(true);
   expect(c.some((a) => a.agent && a.required)).toBe(true);
+  // and the journal's: a directory, an invalid one, record names and calls that name none
+  expect(c.filter((a) => a.agent && /^[0-9a-f]+$/.test(a.journal)).length).toBeGreaterThan(typed.length / 50);
+  expect(c.some((a) => a.agent && a.journal === "!")).toBe(true);
+  expect(c.filter((a) => a.record !== "-").length).toBeGreaterThan(typed.length / 20);
+  expect(c.some((a) => a.record.includes("%"))).toBe(true);
 });
 
 it("the fixed cases of the issue: NUL in keys, a backslash before a raw NUL, 1e300, -0, nesting at the bound", () => {
@@ -138,12 +173,14 @@ it("the fixed cases of the issue: NUL in keys, a backslash before a raw NUL, 1e3
     [nested(ROUTE_JSON_MAX_NESTING), `{${socket}}`],
     [nested(ROUTE_JSON_MAX_NESTING + 1), `{${socket}}`],
   ];
-  const typed: [Buffer, Buffer | undefined][] = cases.map(([config, flat]) => [
+  const typed: Case[] = cases.map(([config, flat]) => [
     Buffer.from(config, "latin1"),
     flat === undefined ? undefined : Buffer.from(flat),
+    undefined,
+    undefined,
   ]);
   const c = cAnswers(typed);
-  expect(c).toEqual(typed.map(([config, flat]) => typescriptAnswer(config, flat)));
+  expect(c).toEqual(typed.map(typescriptAnswer));
   expect(c.map((a) => [a.readable, a.agent, a.uid, a.timeout])).toEqual([
     [true, true, -1, 25],
     [true, true, -1, 25],

@@ -42,6 +42,20 @@ export const FORWARDER_ERRORS = {
     format:
       'ipamkit agent at %s: %s: the ipamkit agent (DaemonSet) is not running on this node; direct mode needs Node.js on the host and "node" is not in PATH',
   },
+  AGENT_NOT_INSTALLED_REQUIRED: {
+    code: CNI_CODES.TRY_AGAIN_LATER,
+    format:
+      "ipamkit agent at %s: %s: ipamkit's agent is not installed on this node (no socket; or its DaemonSet pod has not started yet): the ipamkit agent (DaemonSet) is not running on this node (agent_required)",
+  },
+  AGENT_NOT_INSTALLED_NO_NODE: {
+    code: CNI_CODES.TRY_AGAIN_LATER,
+    format:
+      'ipamkit agent at %s: %s: ipamkit\'s agent is not installed on this node (no socket; or its DaemonSet pod has not started yet): the ipamkit agent (DaemonSet) is not running on this node; direct mode needs Node.js on the host and "node" is not in PATH',
+  },
+  DEL_NOT_JOURNALED: {
+    code: CNI_CODES.TRY_AGAIN_LATER,
+    format: "ipamkit agent at %s: %s: the agent is not running, and this DEL cannot be journaled in %s: %s; the runtime retries it",
+  },
   AGENT_FAILED_REQUIRED: { code: CNI_CODES.TRY_AGAIN_LATER, format: "ipamkit agent at %s: %s (agent_required)" },
   AGENT_FAILED_NO_NODE: {
     code: CNI_CODES.TRY_AGAIN_LATER,
@@ -56,8 +70,9 @@ export const FORWARDER_ERRORS = {
 
 /**
  * The forwarder's other fixed texts: the about text (@ipamkit/cni's), the note of a call run
- * directly, and the reasons it gives for an agent that did not answer (the `%s` after the socket in
- * the AGENT_* messages).
+ * directly, the reasons it gives for an agent that did not answer (the `%s` after the socket in
+ * the AGENT_* messages), the note of a journaled DEL and the reasons a DEL was not journaled (the
+ * last `%s` of DEL_NOT_JOURNALED).
  */
 export const FORWARDER_TEXTS = {
   ABOUT: ABOUT_TEXT,
@@ -68,6 +83,15 @@ export const FORWARDER_TEXTS = {
   TIMED_OUT: "timed out",
   NOT_JSON: "answer is not JSON",
   NO_ANSWER: "closed without an answer",
+  DEL_JOURNALED: "ipamkit: ipamkit agent at %s: %s: DEL journaled as %s/%s; the agent releases it when it starts\n",
+  JOURNAL_NO_DIR: "agent_journal_dir is not an absolute path of at most %d bytes",
+  JOURNAL_NO_KEY:
+    "the network name, CNI_CONTAINERID or CNI_IFNAME cannot name a record (empty, not printable, or longer than %d bytes together)",
+  JOURNAL_TOO_LARGE: "the record would be larger than %d bytes",
+  JOURNAL_FULL: "the journal is full (%d records)",
+  JOURNAL_UNSAFE: "the directory may not hold records: it is not root's, or group or others may write it",
+  JOURNAL_BUSY: "the journal stayed locked for %g s",
+  JOURNAL_IO: "%s: %s",
 } as const satisfies Record<string, string>;
 
 /** IPAMKIT_CODE_<the CNI_CODES name of `code`>. */

@@ -7,7 +7,8 @@
 // - the node's flat file is `$IPAMKIT_CONFIGURATION_PATH` (the runtime's environment, the node
 //   admin's) when set, else the first of the default locations that exists; `ipam.configuration_path`
 //   in a network config is not read here;
-// - `agent_timeout` from the inline `ipam` block, else from the flat file (it bounds only that call).
+// - `agent_timeout` from the inline `ipam` block, else from the flat file (it bounds only that call);
+// - `agent_journal_dir` (where a DEL nobody answered is journaled) from the flat file only.
 // The flat file is opened without following a FIFO's or a terminal's semantics (O_NONBLOCK|O_NOCTTY)
 // and used only when it is a regular file owned by root (or by this process's user) that neither
 // group nor others may write. Locations, names and bounds are generated from the TypeScript files by
@@ -17,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,7 +28,7 @@
 
 #if !defined(IPAMKIT_FLAT_FILE_PATHS) || !defined(IPAMKIT_FLAT_FILE_NAME) || !defined(IPAMKIT_AGENT_TIMEOUT_DEFAULT) || \
     !defined(IPAMKIT_AGENT_TIMEOUT_MAX) || !defined(IPAMKIT_CONFIGURATION_PATH_ENV) || !defined(IPAMKIT_FLAT_FILE_MAX_BYTES) || \
-    !defined(IPAMKIT_AGENT_SOCKET_MAX_BYTES)
+    !defined(IPAMKIT_AGENT_SOCKET_MAX_BYTES) || !defined(IPAMKIT_JOURNAL_DIR_MAX_BYTES)
 #error "build.mjs generates the IPAMKIT_* macros from packages/cni; build with `node build.mjs`"
 #endif
 
@@ -36,6 +38,10 @@ struct route {
   int required;
   double timeout_seconds;
   long uid;  // -1: only root
+  // where a DEL nobody answered is journaled (forwarder-journal.h); "": none (agent_journal_dir unset,
+  // or with journal_invalid set: not an absolute path)
+  char journal[IPAMKIT_JOURNAL_DIR_MAX_BYTES + 1];
+  int journal_invalid;
 };
 
 // A JSON text and where its value starts.
@@ -132,6 +138,8 @@ static void decide_route(const char *conf, const char *end, const struct doc *fl
   r->required = 0;
   r->timeout_seconds = IPAMKIT_AGENT_TIMEOUT_DEFAULT;
   r->uid = -1;
+  r->journal[0] = '\0';
+  r->journal_invalid = 0;
   const char *ipam_at = json_member(conf, end, "ipam");
   if (!ipam_at || *ipam_at != '{') return;
   struct doc ipam = {ipam_at, end};
@@ -150,6 +158,13 @@ static void decide_route(const char *conf, const char *end, const struct doc *fl
     // Number.isSafeInteger(value) && value >= 0, whatever its spelling (1e3 is 1000, -0 is 0): the
     // range is checked before the cast (1e300 does not fit a long long)
     if (value >= 0 && value <= 9007199254740991.0 && value == (double)(long long)value) r->uid = (long)value;
+  }
+  // journalDirOf(): none when absent; a string that decodes (no U+0000, at most the bound) and is absolute; else invalid
+  struct doc journal = node_value(flat, "agent_journal_dir");
+  if (journal.value &&
+      (*journal.value != '"' || json_decode_string(journal.value, journal.end, r->journal, sizeof r->journal) || r->journal[0] != '/')) {
+    r->journal[0] = '\0';
+    r->journal_invalid = 1;
   }
 }
 

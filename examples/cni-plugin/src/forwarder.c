@@ -9,7 +9,10 @@
 // - agent configured: it sends the call with its deadline (`agent_timeout`, ≤ 30 s) to the socket,
 //   after checking that the socket's peer (SO_PEERCRED) is root or `agent_uid`, and relays the
 //   answer byte for byte. No answer in time: code 11 (the agent refuses work past the deadline).
-//   Agent not running: code 11 with `agent_required` or without Node on the host, else direct mode.
+//   Agent not running: direct mode unless `agent_required` or without Node on the host; then a DEL
+//   is journaled (with `agent_journal_dir`) and answered with success (forwarder-journal.h), and
+//   any other call is code 11 —
+//   saying, when there is no socket at all, that ipamkit's agent is not installed on this node.
 //   Connected but no usable answer: code 11 — the agent may have performed the call, so it is
 //   never run a second time in direct mode (an ADD could hand out two addresses).
 // - otherwise, direct mode: `node ipamkit-node` beside this file, same environment and stdin; no
@@ -234,8 +237,9 @@ static int answer_version(const char *command, struct buf *in) {
   return write_all(1, out.data, out.len) ? 1 : 0;
 }
 
-// the agent exchange (uses the buffer helpers above)
+// the agent exchange and the DEL journal (they use the buffer helpers above)
 #include "forwarder-agent.h"
+#include "forwarder-journal.h"
 
 // The first executable `node` in an absolute PATH entry; 0 when there is none. An empty or relative
 // entry (which `env` reads as the working directory) is skipped: root never runs ./node.
@@ -290,18 +294,41 @@ static int run_direct(const struct buf *in, const char *note) {
   return cni_fail(in, IPAMKIT_E_PLUGIN_EXEC_FAILED, path, node, strerror(errno));
 }
 
-// The agent gave no answer: code 11, or direct mode when that is allowed and possible.
-static int agent_failed(const struct route *route, enum outcome outcome, const char *why, const struct buf *in) {
+// The agent did not answer a DEL, and direct mode is impossible: journaled (forwarder-journal.h)
+// and answered with success, or code 11 saying why it could not be.
+static int journal_answer(const struct route *route, const char *why, const struct buf *in, double until) {
+  char name[IPAMKIT_JOURNAL_NAME_MAX_BYTES + 1], reason[512];
+  if (journal_del(route, in, until, name, reason, sizeof reason) != 0)
+    return cni_fail(in, IPAMKIT_E_DEL_NOT_JOURNALED, route->socket, why, route->journal[0] ? route->journal : "agent_journal_dir", reason);
+  char note[2 * PATH_MAX];
+  snprintf(note, sizeof note, IPAMKIT_T_DEL_JOURNALED, route->socket, why, route->journal, name);
+  write_all(2, note, strlen(note));
+  return 0;
+}
+
+// The agent gave no answer: code 11, direct mode when that is allowed and possible, or for a DEL
+// that no agent received, the journal.
+static int agent_failed(const struct route *route, enum outcome outcome, const char *why, const struct buf *in, double until) {
   char node[PATH_MAX];
   const char *socket = route->socket;
+  const char *command = getenv("CNI_COMMAND");
   if (outcome == TIMED_OUT) return cni_fail(in, IPAMKIT_E_AGENT_TIMED_OUT, socket, why, route->timeout_seconds);
   if (outcome == REFUSED) return cni_fail(in, IPAMKIT_E_AGENT_REFUSED, socket, why);
   if (outcome == MAY_HAVE_RECEIVED) return cni_fail(in, IPAMKIT_E_AGENT_ANSWER_UNUSABLE, socket, why);
+  int direct = !route->required && find_node(node, sizeof node);
+  int unreachable = outcome == UNREACHABLE || outcome == NO_SOCKET;
+  if (!direct && unreachable && strcmp(command, "DEL") == 0 && (route->journal[0] || route->journal_invalid))
+    return journal_answer(route, why, in, until);
+  if (outcome == NO_SOCKET && !direct)
+    return route->required ? cni_fail(in, IPAMKIT_E_AGENT_NOT_INSTALLED_REQUIRED, socket, why)
+                           : cni_fail(in, IPAMKIT_E_AGENT_NOT_INSTALLED_NO_NODE, socket, why);
   if (outcome == UNREACHABLE && route->required) return cni_fail(in, IPAMKIT_E_AGENT_NOT_RUNNING_REQUIRED, socket, why);
   if (outcome == FAILED && route->required) return cni_fail(in, IPAMKIT_E_AGENT_FAILED_REQUIRED, socket, why);
-  if (!find_node(node, sizeof node))
+  if (!direct)
     return outcome == UNREACHABLE ? cni_fail(in, IPAMKIT_E_AGENT_NOT_RUNNING_NO_NODE, socket, why)
                                   : cni_fail(in, IPAMKIT_E_AGENT_FAILED_NO_NODE, socket, why);
+  // a record journaled earlier for this attachment must not release what this ADD reserves
+  if (strcmp(command, "ADD") == 0) journal_purge(route, in);
   char note[PATH_MAX + 1024];
   snprintf(note, sizeof note, IPAMKIT_T_RUNNING_DIRECTLY, socket, why);
   return run_direct(in, note);
@@ -326,11 +353,11 @@ int main(void) {
   double until = now_ms(CLOCK_MONOTONIC) + route.timeout_seconds * 1000.0;
   struct buf req = STATIC_BUF(request_space), answer = STATIC_BUF(answer_space);
   if (build_request(&req, route.socket, now_ms(CLOCK_REALTIME) + route.timeout_seconds * 1000.0, &in) || req.len > MAX_REQUEST_BYTES)
-    return agent_failed(&route, FAILED, IPAMKIT_T_REQUEST_TOO_LARGE, &in);
+    return agent_failed(&route, FAILED, IPAMKIT_T_REQUEST_TOO_LARGE, &in, until);
   char why[256];
   enum outcome outcome = ask_agent(&route, &req, &answer, until, why, sizeof why);
-  if (outcome != ANSWERED) return agent_failed(&route, outcome, why, &in);
+  if (outcome != ANSWERED) return agent_failed(&route, outcome, why, &in, until);
   int code = relay(&answer);
   if (code >= 0) return code;
-  return agent_failed(&route, MAY_HAVE_RECEIVED, IPAMKIT_T_NOT_THIS_PROTOCOL, &in);
+  return agent_failed(&route, MAY_HAVE_RECEIVED, IPAMKIT_T_NOT_THIS_PROTOCOL, &in, until);
 }

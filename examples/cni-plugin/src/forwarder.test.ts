@@ -156,7 +156,7 @@ describe("the native forwarder without an agent", () => {
     expect(required.json).toMatchObject({
       cniVersion: "1.0.0",
       code: 11,
-      msg: `ipamkit agent at ${socketPath()}: ENOENT: the ipamkit agent (DaemonSet) is not running on this node (agent_required)`,
+      msg: `ipamkit agent at ${socketPath()}: ENOENT: ipamkit's agent is not installed on this node (no socket; or its DaemonSet pod has not started yet): the ipamkit agent (DaemonSet) is not running on this node (agent_required)`,
     });
   });
 

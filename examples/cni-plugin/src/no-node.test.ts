@@ -67,6 +67,8 @@ describe("a host without Node.js", () => {
     expect(down.json).toMatchObject({ cniVersion: "1.0.0", code: 11 });
     expect(down.json?.msg).toContain(socket);
     expect(down.json?.msg).toMatch(/ipamkit agent \(DaemonSet\) is not running on this node/);
+    // no socket at all (as after `helm uninstall`): the line says the agent is not installed here
+    expect(down.json?.msg).toMatch(/ENOENT: ipamkit's agent is not installed on this node/);
     // the same with agent_required, with or without Node
     const requiredNode = onNode({ agent_socket: socket, agent_required: true });
     const required = await runPlugin(cniEnv("DEL", "n1", "net1", { ...NO_NODE, ...requiredNode }), netconf(), binary);

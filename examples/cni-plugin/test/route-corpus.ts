@@ -1,7 +1,8 @@
 import fc from "fast-check";
 
 // Generated configs and flat files for the differential test of the binary's JSON reader
-// (src/forwarder-differential.test.ts): JSON trees around the routing keys, written out with the
+// (src/forwarder-differential.test.ts): JSON trees around the routing keys and a config's `name`
+// (the DEL journal's record name), written out with the
 // tricks a hostile author would use — escapes of every kind, U+0000 in keys and values, duplicate
 // keys, deep nesting around the reader's bound, invalid UTF-8, lone surrogates, numbers at the
 // edges of their casts — and sometimes damaged as text.
@@ -14,7 +15,7 @@ type Json =
   | { t: "arr"; v: Json[] }
   | { t: "deep"; n: number; object: boolean; inner: Json };
 
-const KEYS = ["agent_socket", "agent_required", "agent_timeout", "agent_uid"];
+const KEYS = ["agent_socket", "agent_required", "agent_timeout", "agent_uid", "agent_journal_dir"];
 const keyText = fc.oneof(
   { weight: 6, arbitrary: fc.constantFrom(...KEYS) },
   {
@@ -37,6 +38,8 @@ const socketText = fc.oneof(
   // at the reader's bound (4095 bytes), in one- and two-byte characters
   { weight: 1, arbitrary: fc.integer({ min: 4090, max: 4100 }).map((n) => `/${"s".repeat(n - 1)}`) },
   { weight: 1, arbitrary: fc.integer({ min: 2044, max: 2050 }).map((n) => `/${"é".repeat(n)}`) },
+  // at the journal directory's bound (2048 bytes)
+  { weight: 1, arbitrary: fc.integer({ min: 2040, max: 2056 }).map((n) => `/${"j".repeat(n - 1)}`) },
   { weight: 4, arbitrary: fc.string({ maxLength: 12 }).map((s) => `/${s}`) },
 );
 const numberText = fc.oneof(
@@ -91,7 +94,7 @@ const valueFor = (key: string): fc.Arbitrary<Json> =>
     {
       weight: 4,
       arbitrary:
-        key === "agent_socket"
+        key === "agent_socket" || key === "agent_journal_dir"
           ? socketText.map((v) => ({ t: "str" as const, v }))
           : key === "agent_required"
             ? fc.constantFrom("true", "false", "null").map((v) => ({ t: "lit" as const, v: v as "true" | "false" | "null" }))
@@ -126,13 +129,27 @@ const deep = (inner: Json) =>
     .tuple(fc.oneof(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 505, max: 520 })), fc.boolean())
     .map(([n, object]) => ({ t: "deep" as const, n, object, inner }));
 
-/** A whole config: an object around `ipam` (sometimes twice, sometimes nested deep, sometimes not an object). */
+/** A network name: mostly plain, sometimes what a file name must not hold, sometimes at the record name's bound (255 bytes). */
+const nameText = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.constantFrom("net-a", "macvlan-conf", "a.b_c-1", "n", "net:a", "net/a", "net%41", "é€😀", "\ud800x", "", "x\0y"),
+  },
+  { weight: 2, arbitrary: fc.string({ maxLength: 20 }) },
+  { weight: 1, arbitrary: fc.integer({ min: 150, max: 260 }).map((n) => "n".repeat(n)) },
+);
+const nameMember = fc.oneof(
+  { weight: 4, arbitrary: nameText.map((v): [string, Json] => ["name", { t: "str", v }]) },
+  { weight: 1, arbitrary: json.map((v): [string, Json] => ["name", v]) },
+);
+
+/** A whole config: an object around `ipam` (sometimes twice, sometimes nested deep, sometimes not an object), mostly with a `name`. */
 export const configTree: fc.Arbitrary<Json> = fc.oneof(
   {
     weight: 6,
     arbitrary: fc
-      .tuple(ipamObject, fc.array(fc.tuple(keyText, json), { maxLength: 3 }))
-      .map(([ipam, rest]) => ({ t: "obj" as const, m: [...rest, ["ipam", ipam] as [string, Json]] })),
+      .tuple(ipamObject, fc.array(fc.tuple(keyText, json), { maxLength: 3 }), fc.array(nameMember, { maxLength: 2 }))
+      .map(([ipam, rest, names]) => ({ t: "obj" as const, m: [...names, ...rest, ["ipam", ipam] as [string, Json]] })),
   },
   {
     weight: 2,
@@ -151,6 +168,28 @@ export const flatTree: fc.Arbitrary<Json> = fc.oneof(
   { weight: 1, arbitrary: ipamObject.chain((o) => deep(o)) },
   { weight: 1, arbitrary: json },
 );
+
+/** A CNI_CONTAINERID or CNI_IFNAME as bytes (never U+0000: the environment cannot hold it), or unset. */
+export const envValue: fc.Arbitrary<Buffer | undefined> = fc
+  .oneof(
+    {
+      weight: 6,
+      arbitrary: fc.constantFrom(
+        "c1",
+        "net1",
+        "eth0",
+        "4f1c2a9e8b7d6c5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e",
+        "a:b",
+        "net 1",
+        "x%y",
+      ),
+    },
+    { weight: 2, arbitrary: fc.string({ maxLength: 16 }).map((s) => s.replaceAll("\0", "")) },
+    { weight: 1, arbitrary: fc.integer({ min: 100, max: 260 }).map((n) => "c".repeat(n)) },
+    { weight: 1, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.uint8Array({ minLength: 1, maxLength: 6 }).map((b) => Buffer.from(b.filter((x) => x !== 0))) },
+  )
+  .map((v) => (v === undefined ? undefined : Buffer.isBuffer(v) ? v : Buffer.from(v, "utf8")));
 
 /** How the text is written: the PRNG seed of every formatting choice, and damage applied to the whole. */
 export const writing = fc.record({

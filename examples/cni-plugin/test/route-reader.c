@@ -1,12 +1,16 @@
-// The binary's JSON reader and route decision (src/forwarder-route.h) over many cases in one
-// process, for src/forwarder-differential.test.ts: stdin holds frames of
+// The binary's JSON reader, route decision (src/forwarder-route.h) and DEL journal record name
+// (src/forwarder-journal-name.h) over many cases in one process, for
+// src/forwarder-differential.test.ts: stdin holds frames of
 //   <u32 LE length><config bytes><u32 LE length, 0xFFFFFFFF: no flat file><flat file bytes>
+//   <u32 LE length, 0xFFFFFFFF: unset><CNI_CONTAINERID bytes><u32 LE length, 0xFFFFFFFF: unset><CNI_IFNAME bytes>
 // and each frame's answer is one line:
 //   <readable 0|1> <agent 0|1> <socket as hex, "-" when empty> <required 0|1> <timeout %.17g> <uid>
+//   <journal dir as hex, "-" none, "!" invalid> <record name, "-" none>
 // Built by the test with ASan and UBSan (clang), so undefined behaviour on a case fails it too.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "../src/forwarder-journal-name.h"
 #include "../src/forwarder-route.h"
 
 static int read_exact(void *out, size_t n) { return fread(out, 1, n, stdin) == n ? 0 : -1; }
@@ -15,7 +19,7 @@ static char *read_frame(uint32_t *len, int *absent) {
   if (read_exact(len, 4)) return NULL;
   *absent = *len == UINT32_MAX;
   if (*absent) *len = 0;
-  char *data = malloc(*len ? *len : 1);
+  char *data = malloc(*len + 1);
   if (!data || read_exact(data, *len)) exit(2);
   return data;
 }
@@ -32,12 +36,27 @@ int main(void) {
     struct doc flat = {0};
     const char *flat_value = absent ? NULL : json_document(flat_text, flat_len);
     if (flat_value && *flat_value == '{') flat = (struct doc){flat_value, flat_text + flat_len};
+    const char *vars[] = {"CNI_CONTAINERID", "CNI_IFNAME"};
+    for (int i = 0; i < 2; i++) {
+      uint32_t len;
+      char *value = read_frame(&len, &absent);
+      if (!value) return 2;
+      value[len] = '\0';
+      if (absent) unsetenv(vars[i]);
+      else setenv(vars[i], value, 1);
+      free(value);
+    }
     struct route route;
     decide_route(document, conf + conf_len, &flat, &route);
     printf("%d %d ", document != NULL, route.agent);
     if (!route.agent || !route.socket[0]) printf("-");
     for (const unsigned char *c = (const unsigned char *)route.socket; route.agent && *c; c++) printf("%02x", *c);
-    printf(" %d %.17g %ld\n", route.required, route.timeout_seconds, route.uid);
+    printf(" %d %.17g %ld ", route.required, route.timeout_seconds, route.uid);
+    if (!route.agent || (!route.journal[0] && !route.journal_invalid)) printf("-");
+    else if (route.journal_invalid) printf("!");
+    for (const unsigned char *c = (const unsigned char *)route.journal; route.agent && *c; c++) printf("%02x", *c);
+    char name[IPAMKIT_JOURNAL_NAME_MAX_BYTES + 1];
+    printf(" %s\n", journal_record_name(document, conf + conf_len, name) == 0 ? name : "-");
     free(conf);
     free(flat_text);
   }

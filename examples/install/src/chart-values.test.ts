@@ -218,5 +218,8 @@ describe("what the values render", () => {
     const on = notes(["--set", "cni.uninstall=true"]);
     expect(on).toContain("where a pod still uses an ipamkit network (cni.uninstall is on: elsewhere they are removed)");
     expect(on).not.toContain("--set cni.uninstall=true");
+    // the DEL journal's directory, where the binary still journals a DEL once no agent answers
+    expect(off).toContain("/var/lib/ipamkit/journal on every node: the DEL journal.");
+    expect(notes(["--set", "agent.journalDir="])).not.toContain("DEL journal");
   });
 });

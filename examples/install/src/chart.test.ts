@@ -1,9 +1,10 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { PROJECT_CRDS } from "@ipamkit/kube-apiserver-launcher";
 import { loadAllYaml } from "@kubernetes/client-node";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { ALL_ON, ETCD_VALUES, find, helmRun, NAMESPACE, template } from "../test/chart.js";
+import { parseOptions } from "../../cron-reconciler/src/args.js";
+import { ALL_ON, container, ETCD_VALUES, find, helmRun, NAMESPACE, nodePod, reconcilerPod, refusal, template } from "../test/chart.js";
 import { CHART, type Rendered } from "../test/helm.js";
 import { removeTempDirs, run, serviceAccountVolume, tempDir } from "../test/run.js";
 
@@ -62,18 +63,72 @@ describe("helm lint and template", () => {
     ]);
   });
 
-  it("whereaboutsLease: the Lease grants of rbac-cni-whereabouts-lease.yaml and the flat-file key; refused with etcd", () => {
-    const objects = template(["--set", "whereaboutsLease=true"]);
-    const lease = rulesOf("rbac-cni-whereabouts-lease.yaml", "Role", "ipamkit-cni-whereabouts-lease");
-    expect(find(objects, "Role", "ipamkit-cni").rules).toEqual([...rulesOf("rbac-cni.yaml", "Role", "ipamkit-cni"), ...lease]);
-    const install = find(objects, "DaemonSet", "ipamkit-node").spec.template.spec.initContainers[0];
-    const flat = JSON.parse(install.args[install.args.indexOf("--flat-file-json") + 1]);
-    expect(flat.whereabouts_lease).toBe(true);
-    const off = find(template(), "DaemonSet", "ipamkit-node").spec.template.spec.initContainers[0];
-    expect(JSON.parse(off.args[off.args.indexOf("--flat-file-json") + 1])).not.toHaveProperty("whereabouts_lease");
+  it("whereaboutsLease: auto (the default) and true grant Whereabouts' Lease as the audited manifests; false none; refused with etcd", () => {
+    const flatOf = (objects: Rendered[]) => {
+      const install = nodePod(objects).initContainers[0];
+      return JSON.parse(install.args[install.args.indexOf("--flat-file-json") + 1]);
+    };
+    const leaseRules = (objects: Rendered[]) =>
+      find(objects, "Role", "ipamkit-cni").rules.filter((r: Rendered) => r.resources.includes("leases"));
+    // auto: get and update by name (rbac-cni.yaml), no flat-file key (the plugin's own default)
+    const auto = template();
+    expect(leaseRules(auto)).toEqual([
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: ["whereabouts"], verbs: ["get", "update"] },
+    ]);
+    expect(flatOf(auto)).not.toHaveProperty("whereabouts_lease");
+    // true: and create, from rbac-cni-whereabouts-lease.yaml
+    const on = template(["--set", "whereaboutsLease=true"]);
+    const create = rulesOf("rbac-cni-whereabouts-lease.yaml", "Role", "ipamkit-cni-whereabouts-lease");
+    expect(find(on, "Role", "ipamkit-cni").rules).toEqual([...rulesOf("rbac-cni.yaml", "Role", "ipamkit-cni"), ...create]);
+    expect(flatOf(on).whereabouts_lease).toBe(true);
+    // false: never taken, so never granted
+    const off = template(["--set", "whereaboutsLease=false"]);
+    expect(leaseRules(off)).toEqual([]);
+    expect(flatOf(off).whereabouts_lease).toBe(false);
+    expect(refusal(["--set", "whereaboutsLease=sometimes"])).toMatch(/at '\/whereaboutsLease': value must be one of 'auto', true, false/);
     expect(helmRun(["template", "x", CHART, ...ETCD_VALUES, "--set", "whereaboutsLease=true"]).stderr).toContain(
       "whereaboutsLease needs store.type kubernetes",
     );
+  });
+
+  it("reconciler.nodeSlices: --node-slices=true and the grants of rbac-reconciler-node-slices.yaml; refused with etcd or watch", () => {
+    const objects = template(["--set", "reconciler.nodeSlices=true"]);
+    const args = container(reconcilerPod(objects), "reconciler").args;
+    expect(args).toContain("--node-slices=true");
+    // the reconciler's own parser takes the rendered arguments so (cron mode, node slices on)
+    expect(parseOptions(args)).toMatchObject({ nodeSlices: true, watch: false });
+    expect(find(objects, "ClusterRole", "ipamkit-reconciler-nodes").rules).toEqual(
+      rulesOf("rbac-reconciler-node-slices.yaml", "ClusterRole", "ipamkit-reconciler-nodes"),
+    );
+    const binding = find(objects, "ClusterRoleBinding", "ipamkit-reconciler-nodes");
+    expect(binding.roleRef.name).toBe("ipamkit-reconciler-nodes");
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "ipamkit-reconciler", namespace: NAMESPACE }]);
+    // the NodeSlicePool rule joins the reconciler's Role in the pool namespace
+    expect(find(objects, "Role", "ipamkit-reconciler").rules).toEqual(
+      expect.arrayContaining(rulesOf("rbac-reconciler-node-slices.yaml", "Role", "ipamkit-reconciler-node-slices")),
+    );
+    // off (the default): neither the argument nor the grants
+    const off = template();
+    expect(container(reconcilerPod(off), "reconciler").args.some((a: string) => a.startsWith("--node-slices"))).toBe(false);
+    expect(off.some((o) => o.metadata.name === "ipamkit-reconciler-nodes")).toBe(false);
+    expect(JSON.stringify(find(off, "Role", "ipamkit-reconciler").rules)).not.toContain("nodeslicepools");
+    for (const values of [ETCD_VALUES, ["--set", "reconciler.mode=watch"]])
+      expect(refusal([...values, "--set", "reconciler.nodeSlices=true"])).toContain("reconciler.nodeSlices needs store.type kubernetes");
+  });
+
+  it('agent.journalDir: the flat file\'s agent_journal_dir, mounted into the installer and the agent; "": no journal', () => {
+    const pod = nodePod(template(["--set", "agent.journalDir=/var/lib/dels"]));
+    const install = container(pod, "install");
+    expect(JSON.parse(install.args[install.args.indexOf("--flat-file-json") + 1]).agent_journal_dir).toBe("/var/lib/dels");
+    expect(pod.volumes).toContainEqual({ name: "journal", hostPath: { path: "/var/lib/dels", type: "DirectoryOrCreate" } });
+    expect(install.volumeMounts).toContainEqual({ name: "journal", mountPath: "/host/var/lib/dels" });
+    expect(container(pod, "agent").volumeMounts).toContainEqual({ name: "journal", mountPath: "/var/lib/dels" });
+    const none = nodePod(template(["--set", "agent.journalDir="]));
+    const noneInstall = container(none, "install");
+    expect(JSON.parse(noneInstall.args[noneInstall.args.indexOf("--flat-file-json") + 1])).not.toHaveProperty("agent_journal_dir");
+    expect(JSON.stringify(none)).not.toContain('"journal"');
+    for (const bad of ["var/lib/j", "/var/../etc", "/var/./j"])
+      expect(refusal(["--set", `agent.journalDir=${bad}`])).toContain("at '/agent/journalDir'");
   });
 
   it("the DaemonSet's installer arguments, run by the real installer, write the flat file the agent's socket and probes match", async () => {
@@ -98,7 +153,10 @@ describe("helm lint and template", () => {
       expect(r.stderr).toBe("");
       expect(r.code).toBe(0);
       const flat = JSON.parse(readFileSync(join(host, "etc/cni/net.d/whereabouts.d/whereabouts.conf"), "utf8"));
-      expect(flat).toMatchObject({ agent_socket: socket, agent_required: true });
+      expect(flat).toMatchObject({ agent_socket: socket, agent_required: true, agent_journal_dir: "/var/lib/ipamkit/journal" });
+      // the DEL journal's directory, root-only, where the agent's mount of it is
+      expect(statSync(join(host, "var/lib/ipamkit/journal")).mode & 0o777).toBe(0o700);
+      expect(agent.volumeMounts).toContainEqual({ name: "journal", mountPath: flat.agent_journal_dir });
       const watcher = spec.containers.find((c: Rendered) => c.name === "token-watcher");
       if (values.length === 0) {
         expect(flat).toMatchObject({

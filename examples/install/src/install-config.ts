@@ -113,5 +113,12 @@ export function parseExtraKeys(text: string | undefined): Record<string, unknown
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
     throw new InstallError("USAGE", "--flat-file-json must be a JSON object");
+  const journal = (parsed as Record<string, unknown>).agent_journal_dir;
+  // the installer creates it on the host (ensureJournalDir): checked before the host is touched
+  if (journal !== undefined && (typeof journal !== "string" || !/^(\/[^/]+)+$/.test(journal) || /\/\.\.?(\/|$)/.test(journal)))
+    throw new InstallError(
+      "USAGE",
+      `--flat-file-json: agent_journal_dir must be an absolute path without . or .. segments, not ${JSON.stringify(journal)}`,
+    );
   return parsed as Record<string, unknown>;
 }

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import {
   apiServerUrl,
@@ -80,6 +80,31 @@ export function installBinaries(options: InstallOptions): Outcomes {
     }
   }
   return outcomes;
+}
+
+/**
+ * The DEL journal's directory (the flat-file key `agent_journal_dir`, when the extra keys set it):
+ * created root-only (0700), or made so when it exists (a hostPath the kubelet created 0755). A link
+ * or a file there, or a directory of another user, is refused: the binary would not journal there.
+ * The host path, or undefined when there is no journal.
+ */
+export function ensureJournalDir(options: InstallOptions): string | undefined {
+  const dir = options.extra.agent_journal_dir; // absolute, without . or .. segments (parseExtraKeys)
+  if (typeof dir !== "string") return undefined;
+  const path = onHost(options, dir);
+  ensureDir(dirname(path));
+  try {
+    mkdirSync(path, { mode: 0o700 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST")
+      throw new InstallError("TARGET_NOT_WRITABLE", `cannot create ${path}: ${(error as Error).message}`);
+  }
+  const stat = lstatSync(path);
+  const euid = process.geteuid?.() ?? 0;
+  if (!stat.isDirectory() || (stat.uid !== 0 && stat.uid !== euid))
+    throw new InstallError("TARGET_NOT_WRITABLE", `${path} is not a directory of root's: the DEL journal cannot be kept there`);
+  if ((stat.mode & 0o777) !== 0o700) chmodSync(path, 0o700);
+  return dir;
 }
 
 /** The kubeconfig's namespace: the option, WHEREABOUTS_NAMESPACE, the pod's namespace, kube-system. */

@@ -1,4 +1,17 @@
-import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -93,6 +106,58 @@ describe("ipamkit-install on a temp host root", () => {
       .map((line) => JSON.parse(line) as { files: Record<string, string> });
     for (const line of logged) expect(Object.values(line.files).every((outcome) => outcome === "unchanged")).toBe(true);
     expect(Object.fromEntries(readdirSync(h.conf).map((name) => [name, statSync(join(h.conf, name)).ino]))).toEqual(before);
+  });
+
+  it("agent_journal_dir: created root-only, made so when it exists; a link, a file, another user's directory refused", async () => {
+    const h = host();
+    const journalArgs = (dir: string) => [...h.args, "--flat-file-json", JSON.stringify({ agent_journal_dir: dir })];
+    const journal = join(h.root, "var/lib/ipamkit/journal");
+    const made = await run(INSTALL, journalArgs("/var/lib/ipamkit/journal"), ENV);
+    expect(made.stderr).toBe("");
+    expect(made.code).toBe(0);
+    expect(made.stdout).toContain('"journal":"/var/lib/ipamkit/journal"');
+    expect(lstatSync(journal).isDirectory()).toBe(true);
+    expect(statSync(journal).mode & 0o777).toBe(0o700);
+    expect(statSync(join(h.root, "var/lib/ipamkit")).mode & 0o777).toBe(0o755);
+    // a hostPath the kubelet created 0755 (DirectoryOrCreate): made 0700; its records are kept
+    chmodSync(journal, 0o755);
+    writeFileSync(join(journal, "del:net:c1:eth0"), "{}", { mode: 0o600 });
+    expect((await run(INSTALL, journalArgs("/var/lib/ipamkit/journal"), ENV)).code).toBe(0);
+    expect(statSync(journal).mode & 0o777).toBe(0o700);
+    expect(readdirSync(journal)).toEqual(["del:net:c1:eth0"]);
+    // the watcher (--skip-binaries) has no mount of it: not touched
+    rmSync(journal, { recursive: true });
+    expect((await run(INSTALL, [...journalArgs("/var/lib/ipamkit/journal"), "--skip-binaries"], ENV)).code).toBe(0);
+    expect(existsSync(journal)).toBe(false);
+
+    const refused = async (dir: string, why: RegExp) => {
+      const r = await run(INSTALL, journalArgs(dir), ENV);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(why);
+      expect(r.stderr.split("\n")).toHaveLength(2); // one line
+    };
+    // a link to a directory others may write
+    const elsewhere = tempDir("ipamkit-elsewhere-");
+    chmodSync(elsewhere, 0o777);
+    symlinkSync(elsewhere, join(h.root, "var/lib/linked"));
+    await refused("/var/lib/linked", /^ipamkit-install: TARGET_NOT_WRITABLE: .*\/var\/lib\/linked is not a directory of root's/);
+    expect(statSync(elsewhere).mode & 0o777).toBe(0o777);
+    writeFileSync(join(h.root, "var/lib/file"), "");
+    await refused("/var/lib/file", /is not a directory of root's: the DEL journal cannot be kept there/);
+    mkdirSync(join(h.root, "var/lib/theirs"), { mode: 0o700 });
+    chownSync(join(h.root, "var/lib/theirs"), 1000, 1000);
+    await refused("/var/lib/theirs", /theirs is not a directory of root's/);
+
+    // not an absolute clean path: a usage error before the host is touched
+    for (const bad of ["var/lib/j", "/var/../etc", "/var/./j", "", 7]) {
+      const fresh = host();
+      const r = await run(INSTALL, [...fresh.args, "--flat-file-json", JSON.stringify({ agent_journal_dir: bad })], ENV);
+      expect(r.code).toBe(2);
+      expect(r.stderr.split("\n")[0]).toMatch(
+        /^ipamkit-install: --flat-file-json: agent_journal_dir must be an absolute path without \. or \.\. segments/,
+      );
+      expect(readdirSync(fresh.root)).toEqual([]);
+    }
   });
 
   it("--namespace and WHEREABOUTS_NAMESPACE set the kubeconfig's namespace; etcd writes no kubeconfig", async () => {

@@ -1,12 +1,13 @@
 import pino from "pino";
 import { type Parsed, parseInstallArgs, USAGE } from "./install-args.js";
 import { InstallError } from "./install-files.js";
-import { installBinaries, renderConfig, watchConfig, writeConfig } from "./install-run.js";
+import { ensureJournalDir, installBinaries, renderConfig, watchConfig, writeConfig } from "./install-run.js";
 import { type UninstallOptions, uninstall } from "./uninstall.js";
 
 // ipamkit-install: the DaemonSet's installer. Run once (the init container) it installs the plugin
 // into the host's CNI bin dir and writes whereabouts.d/{whereabouts.conf,whereabouts.kubeconfig,
-// nodename}; with --watch (the watcher container) it keeps those files current, rewriting the
+// nodename} and creates the DEL journal's directory (agent_journal_dir, 0700); with --watch (the
+// watcher container) it keeps those files current, rewriting the
 // kubeconfig whenever the projected ServiceAccount token or CA rotates; --uninstall (or
 // --uninstall-on-exit, when the watcher stops) takes ipamkit's files off the host (uninstall.ts).
 
@@ -46,6 +47,10 @@ async function main(): Promise<number> {
     const config = renderConfig(options); // first: a missing token or environment fails before the host is touched
     if (!parsed.skipBinaries) logger.info({ files: installBinaries(options) }, "plugin installed");
     logger.info({ files: writeConfig(config) }, "configuration written");
+    // the DEL journal's directory (agent_journal_dir), root-only before the first DEL can need it:
+    // where the binary is installed (the init container; the watcher, --skip-binaries, has no mount of it)
+    const journal = parsed.skipBinaries ? undefined : ensureJournalDir(options);
+    if (journal !== undefined) logger.info({ journal }, "DEL journal directory ready");
   } catch (error) {
     const code = error instanceof InstallError ? error.code : "FAILED";
     process.stderr.write(`ipamkit-install: ${code}: ${(error as Error).message}\n`);

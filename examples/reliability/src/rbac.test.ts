@@ -4,18 +4,28 @@ import { join } from "node:path";
 import { attachmentKey, createIpam, parseRange } from "@ipamkit/core";
 import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-launcher";
 import { createKubernetesStore, ipPoolName } from "@ipamkit/storage-kubernetes";
-import { CoreV1Api, CustomObjectsApi, type KubernetesObject, KubernetesObjectApi, loadAllYaml } from "@kubernetes/client-node";
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  loadAllYaml,
+  V1MicroTime,
+} from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { onNode, useNode } from "../../cni-plugin/test/node-files.js";
 import { RECONCILER, scratchDir } from "../test/campaign.js";
 import { runBinary } from "../test/subprocess.js";
 
 // The RBAC part of the security review (RELIABILITY.md), on a real kube-apiserver with RBAC on:
-// the project's manifests (rbac-cni.yaml, rbac-reconciler.yaml) are applied as they ship, the two
-// ServiceAccounts get tokens, and the built CNI binary and the built reconciler do everything they
-// do — ADD (overlapping-range claims, a dangling claim taken over, per-node blocks), CHECK, DEL,
-// GC, STATUS; a reconcile pass that releases 33 orphans (their reservation records read in one
-// list), the pod-watch controller with its Lease.
+// the project's manifests (rbac-cni.yaml with rbac-cni-whereabouts-lease.yaml, rbac-reconciler.yaml
+// with rbac-reconciler-node-slices.yaml) are applied as they ship, the two ServiceAccounts get
+// tokens, and the built CNI binary and the built reconciler do everything they do — ADD
+// (overlapping-range claims, a dangling claim taken over, per-node blocks, Whereabouts' Lease read
+// by default and held while Whereabouts writes it, created with `whereabouts_lease: true`), CHECK,
+// DEL, GC, STATUS; a reconcile pass that releases 33 orphans (their reservation records read in one
+// list) and keeps Whereabouts' node slices (--node-slices), the pod-watch controller with its Lease.
 // The API server's audit log then shows every request each account made: none was refused (403),
 // and every verb the manifests grant was used — nothing granted is left unused.
 
@@ -129,7 +139,7 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
   const admin = KubernetesObjectApi.makeApiClient(server.kubeConfig);
   // with the Lease grants of `whereabouts_lease: true`, used by two ADDs below
   const cniManifest = [...manifest("rbac-cni.yaml"), ...manifest("rbac-cni-whereabouts-lease.yaml")];
-  const reconcilerManifest = manifest("rbac-reconciler.yaml");
+  const reconcilerManifest = [...manifest("rbac-reconciler.yaml"), ...manifest("rbac-reconciler-node-slices.yaml")];
   for (const object of [...cniManifest, ...reconcilerManifest]) await admin.create(object);
   const cniKubeconfig = await accountKubeconfig("ipamkit-cni");
   const reconcilerKubeconfig = await accountKubeconfig("ipamkit-reconciler");
@@ -203,6 +213,25 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
   // whereabouts_lease: Whereabouts' Lease created by the first ADD, then read and updated
   await cni("ADD", "l1", conf({ whereabouts_lease: true }));
   await cni("ADD", "l2", conf({ whereabouts_lease: true }));
+  // the default (auto) holds it too once Whereabouts is seen writing it: read and updated, never created
+  const coordination = server.kubeConfig.makeApiClient(CoordinationV1Api);
+  const lease = await coordination.readNamespacedLease({ name: "whereabouts", namespace: "kube-system" });
+  const now = new V1MicroTime(Date.now());
+  await coordination.replaceNamespacedLease({
+    name: "whereabouts",
+    namespace: "kube-system",
+    body: { ...lease, spec: { ...lease.spec, holderIdentity: "", renewTime: now, acquireTime: now } },
+  });
+  const auditedBefore = readFileSync(auditLog, "utf8").length;
+  await cni("ADD", "w1", conf());
+  const leaseWrites = readFileSync(auditLog, "utf8")
+    .slice(auditedBefore)
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as { verb?: string; user?: { username?: string }; objectRef?: { resource?: string; name?: string } })
+    .filter((e) => e.user?.username === CNI_USER && e.objectRef?.resource === "leases")
+    .map((e) => `${e.verb} ${e.objectRef?.name}`);
+  expect(new Set(leaseWrites)).toEqual(new Set(["get whereabouts", "update whereabouts"]));
   // per-node blocks: affinity claims
   await cni("ADD", "b1", conf({ range: "10.68.0.0/26", node_block_size: 4, node_name: "node-a" }));
   // an orphan for the reconciler
@@ -219,10 +248,34 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
       podUid: "gone-uid",
     });
 
-  // the reconciler: one pass that releases the orphans, then the controller with leader election
-  const once = await reconciler(["--kubeconfig", reconcilerKubeconfig, "--once", "--grace", "0s"]);
+  // Whereabouts' node slices for the reconciler to keep (--node-slices): two nodes, one pool
+  await core.createNode({ body: { metadata: { name: "node-a" } } });
+  await core.createNode({ body: { metadata: { name: "node-b" } } });
+  await custom.createNamespacedCustomObject({
+    group: "whereabouts.cni.cncf.io",
+    version: "v1alpha1",
+    namespace: "kube-system",
+    plural: "nodeslicepools",
+    body: {
+      apiVersion: "whereabouts.cni.cncf.io/v1alpha1",
+      kind: "NodeSlicePool",
+      metadata: { name: "sliced" },
+      spec: { range: "10.70.0.0/22", sliceSize: "/24" },
+    },
+  });
+
+  // the reconciler: one pass that releases the orphans and gives each node a slice, then the controller with leader election
+  const once = await reconciler(["--kubeconfig", reconcilerKubeconfig, "--once", "--grace", "0s", "--node-slices", "true"]);
   expect(once.code, once.log).toBe(0);
   expect(once.log).toContain('"released":33');
+  const sliced = (await custom.getNamespacedCustomObject({
+    group: "whereabouts.cni.cncf.io",
+    version: "v1alpha1",
+    namespace: "kube-system",
+    plural: "nodeslicepools",
+    name: "sliced",
+  })) as { status?: { allocations?: { nodeName: string }[] } };
+  expect(sliced.status?.allocations?.map((a) => a.nodeName)).toEqual(["node-a", "node-b", "", ""]);
   // one more orphan, for the controller's first pass: one release, its record read by a GET
   await cni("ADD", "c7", conf(), { name: "gone", uid: "gone-uid" });
   const watching = await reconciler(

@@ -23,6 +23,11 @@ export interface AgentOptions {
   drainTimeoutMs?: number;
   /** Told of every answered CNI call (metrics.ts's onCall). */
   onCall?: (call: { command: string; response: AgentResponse; seconds: number }) => void;
+  /**
+   * The DEL journal (journal.ts): its directory is the node flat file's `agent_journal_dir` (else
+   * the default), read at every scan. `false`: not read (no replay, no purge).
+   */
+  journal?: false | { scanIntervalMs?: number; maxAttempts?: number; retryMaxMs?: number };
 }
 
 export interface AgentStats {
@@ -44,13 +49,37 @@ export interface AgentStats {
   undone: number;
   /** Connections closed for sending no whole request within the idle timeout. */
   idleClosed: number;
+  /** The DEL journal (journal.ts). */
+  journal: JournalStats;
+}
+
+/** What the agent did with the DEL journal since it started. */
+export interface JournalStats {
+  /** Records whose DEL succeeded (and were removed). */
+  replayed: number;
+  /** Replays that failed (each retried later, up to the bound). */
+  failed: number;
+  /** Records dropped: unreadable, not a DEL, or failed too often (the reconciler frees their reservations). */
+  dropped: number;
+  /** Records in the journal after the last scan. */
+  pending: number;
 }
 
 /** The counters an agent keeps itself (the rest of AgentStats is read from its caches). */
 export type OwnStats = Omit<AgentStats, "stores" | "conflicts" | "configs">;
 
 export function newStats(): OwnStats {
-  return { requests: 0, byExitCode: {}, malformed: 0, raw: 0, inFlight: 0, expired: 0, undone: 0, idleClosed: 0 };
+  return {
+    requests: 0,
+    byExitCode: {},
+    malformed: 0,
+    raw: 0,
+    inFlight: 0,
+    expired: 0,
+    undone: 0,
+    idleClosed: 0,
+    journal: { replayed: 0, failed: 0, dropped: 0, pending: 0 },
+  };
 }
 
 export interface Agent {

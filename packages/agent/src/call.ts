@@ -3,6 +3,7 @@ import { type ConfigCache, type ConfigFs, dispatch, type IpamConfig } from "@ipa
 import type { Logger } from "pino";
 import type { AgentOptions, OwnStats } from "./agent-types.js";
 import { exclusiveUntil, expiredError, lateAnswer, pastDeadline, UNDO_MARGIN_MS } from "./deadline.js";
+import type { Journal } from "./journal.js";
 import type { KeyedQueue } from "./pool-queue.js";
 import { type AgentResponse, PROTOCOL_VERSION } from "./protocol.js";
 import type { StoreCache } from "./store-cache.js";
@@ -16,6 +17,8 @@ export interface CallContext {
   stores: StoreCache;
   configCache: ConfigCache;
   stats: OwnStats;
+  /** The DEL journal, when the agent reads one (AgentOptions.journal). */
+  journal?: Journal;
 }
 
 /** The pools a call touches: calls with the same key are queued one after another. */

@@ -55,7 +55,9 @@ async function answerRequest(ctx: Connections, text: string, frame: { raw: boole
   }
   ctx.stats.inFlight++;
   try {
-    return told(await runCall(ctx, { ...env }, stdin, deadline));
+    const run = () => runCall(ctx, { ...env }, stdin, deadline);
+    // an ADD or DEL runs under its attachment's journal lock (journal.ts: a replay never undoes it)
+    return told(await (ctx.journal === undefined ? run() : ctx.journal.around(env, stdin, run)));
   } catch (error) {
     // dispatch answers every error itself; this is a bug, reported as one
     ctx.logger.error({ err: error }, "unexpected failure");

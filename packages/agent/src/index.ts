@@ -1,5 +1,7 @@
+export type { JournalStats } from "./agent-types.js";
 export type { ForwardOptions } from "./client.js";
 export { AgentUnavailableError, agentStats, forwardToAgent } from "./client.js";
+export { JOURNAL_MAX_ATTEMPTS, JOURNAL_RETRY_MAX_MS, JOURNAL_SCAN_INTERVAL_MS } from "./journal.js";
 export { KeyedQueue } from "./pool-queue.js";
 export type { AgentRequest, AgentResponse, AgentStatsRequest } from "./protocol.js";
 export { cniEnvOf, MAX_REQUEST_BYTES, PROTOCOL_VERSION } from "./protocol.js";

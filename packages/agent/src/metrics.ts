@@ -80,6 +80,20 @@ function statsMetrics(registry: Registry, agents: readonly (() => AgentStats)[])
     (s) => s.undone,
     "counter",
   );
+  fromStats("ipamkit_agent_journal_replayed_total", "Journaled DELs replayed (released).", (s) => s.journal.replayed, "counter");
+  fromStats(
+    "ipamkit_agent_journal_replay_failures_total",
+    "Replays of journaled DELs that failed (retried).",
+    (s) => s.journal.failed,
+    "counter",
+  );
+  fromStats(
+    "ipamkit_agent_journal_dropped_total",
+    "Journal records dropped unreplayed: unreadable, or failed too often (the reconciler frees them).",
+    (s) => s.journal.dropped,
+    "counter",
+  );
+  fromStats("ipamkit_agent_journal_pending", "Journaled DELs not yet replayed, after the last scan.", (s) => s.journal.pending, "gauge");
   fromStats(
     "ipamkit_agent_malformed_requests_total",
     "Requests that were not a CNI call the agent could read.",

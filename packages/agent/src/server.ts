@@ -1,10 +1,12 @@
 import { unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
-import { createConfigCache, hostConfigFs } from "@ipamkit/cni";
+import { createConfigCache, hostConfigFs, journalDirOf, nodeFlatObject } from "@ipamkit/cni";
 import pino, { type Logger } from "pino";
 import { type Agent, type AgentOptions, type AgentStats, newStats } from "./agent-types.js";
+import { runCall } from "./call.js";
 import { type Connections, serveConnection } from "./connection.js";
 import { within } from "./deadline.js";
+import { createJournal, type Journal } from "./journal.js";
 import { KeyedQueue } from "./pool-queue.js";
 import { prepareSocketPath, restrictSocket } from "./socket-file.js";
 import { StoreCache } from "./store-cache.js";
@@ -36,6 +38,8 @@ async function listen(server: Server, socketPath: string): Promise<void> {
 async function stop(ctx: Connections & { closing: boolean }, server: Server, logger: Logger): Promise<void> {
   const { options } = ctx;
   ctx.closing = true;
+  // no replay starts now; the one running may finish like a call in flight (a hung store does not hold the stop)
+  if (ctx.journal !== undefined) await within(ctx.journal.stop(), options.drainTimeoutMs ?? 10_000);
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   for (const socket of ctx.all) if (!ctx.working.has(socket)) socket.destroy();
   const drained = await within(Promise.allSettled([...ctx.inFlight]), options.drainTimeoutMs ?? 10_000);
@@ -52,6 +56,38 @@ async function stop(ctx: Connections & { closing: boolean }, server: Server, log
   logger.info({ socket: options.socketPath, requests: ctx.stats.requests, conflicts: ctx.stores.conflicts }, "ipamkit agent stopped");
 }
 
+/** How long a replayed DEL may take (a live call's longest agent_timeout). */
+const REPLAY_DEADLINE_MS = 30_000;
+
+/**
+ * The DEL journal where the node's flat file names one (`agent_journal_dir`), replayed through this
+ * agent's calls — when this agent is the node's: its records are DELs nobody answered on the
+ * flat file's `agent_socket`, so an agent on another socket (a test's, a second one) leaves them alone.
+ */
+function journalOf(ctx: Connections, settings: Exclude<AgentOptions["journal"], false | undefined>): Journal {
+  let noted: unknown;
+  return createJournal({
+    ...settings,
+    dir: () => {
+      const flat = nodeFlatObject(ctx.fs);
+      const dir = journalDirOf(flat);
+      if (typeof dir !== "string") return undefined;
+      if (flat.agent_socket === ctx.options.socketPath) return dir;
+      if (noted !== flat.agent_socket)
+        ctx.logger.info(
+          { journal: dir, nodeSocket: flat.agent_socket },
+          "DEL journal: not read: this agent does not serve the node's agent_socket",
+        );
+      noted = flat.agent_socket;
+      return undefined;
+    },
+    replay: (record) => runCall(ctx, { ...record.env }, record.stdin, Date.now() + REPLAY_DEADLINE_MS),
+    locks: new KeyedQueue(),
+    logger: ctx.logger,
+    stats: ctx.stats.journal,
+  });
+}
+
 /** Starts the node-local agent on a Unix socket (mode 0600; a stale socket file is replaced). */
 export async function startAgent(options: AgentOptions): Promise<Agent> {
   const logger = options.logger ?? pino({ level: "silent" });
@@ -62,6 +98,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   const snapshot = (): AgentStats => ({
     ...stats,
     byExitCode: { ...stats.byExitCode },
+    journal: { ...stats.journal },
     stores: stores.size,
     conflicts: stores.conflicts,
     configs: { cached: configCache.hits, prepared: configCache.misses },
@@ -81,10 +118,14 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     working: new Set<Socket>(),
     inFlight: new Set<Promise<void>>(),
   };
+  if (options.journal) ctx.journal = journalOf(ctx, options.journal);
   // the client half-closes after its request; the answer still goes back on the same connection
   const server: Server = createServer({ allowHalfOpen: true }, (socket) => serveConnection(ctx, socket));
   await listen(server, options.socketPath);
   // pino's own base fields carry the pid: a second "pid" here made each line a JSON object with a key twice
   logger.info({ socket: options.socketPath }, "ipamkit agent listening");
+  // after listening: a DEL journaled from now on found no agent before this one listened, and the
+  // next scan finds it (journal.ts)
+  ctx.journal?.start();
   return { socketPath: options.socketPath, stats: snapshot, close: () => stop(ctx, server, logger) };
 }

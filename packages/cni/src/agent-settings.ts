@@ -1,4 +1,5 @@
 import { findFlatFile } from "./config-paths.js";
+import { journalDirOf } from "./del-journal.js";
 import type { ConfigFs } from "./types.js";
 
 export interface AgentSettings {
@@ -8,6 +9,11 @@ export interface AgentSettings {
   timeoutSeconds?: number;
   /** `agent_uid`: besides root, the uid the agent may run as. */
   uid?: number;
+  /**
+   * `agent_journal_dir`: where a DEL is journaled when no agent answers and direct mode is
+   * impossible; absent: no journal; false: set, but not an absolute path (no journal either).
+   */
+  journalDir?: string | false;
 }
 
 /** A call through the agent is answered within this many seconds unless `agent_timeout` says otherwise (kubelet allows ~4 min per sandbox, but retries sooner). */
@@ -21,10 +27,10 @@ export const AGENT_SOCKET_MAX_BYTES = 4095;
 
 /**
  * The keys only the node decides, read from the node's flat file and never from a network config:
- * which socket root's binary talks to, which uid it trusts there, and whether it may run a call
- * itself. A NetworkAttachmentDefinition that sets them is ignored (config-node-keys.ts warns).
+ * which socket root's binary talks to, which uid it trusts there, whether it may run a call
+ * itself, and where it journals a DEL nobody answered. A NetworkAttachmentDefinition that sets them is ignored (config-node-keys.ts warns).
  */
-export const NODE_AGENT_KEYS = ["agent_socket", "agent_required", "agent_uid"] as const;
+export const NODE_AGENT_KEYS = ["agent_socket", "agent_required", "agent_uid", "agent_journal_dir"] as const;
 
 /** A valid `agent_timeout` value: a number of seconds in (0, AGENT_TIMEOUT_MAX_SECONDS]. */
 export function isAgentTimeout(value: unknown): value is number {
@@ -73,8 +79,8 @@ export function nodeFlatObject(fs: ConfigFs): Record<string, unknown> {
 }
 
 /**
- * The routing rule: does this call go to the node-local agent? `agent_socket`, `agent_required`
- * and `agent_uid` from the node's flat file only; `agent_timeout` from the inline `ipam` block,
+ * The routing rule: does this call go to the node-local agent? `agent_socket`, `agent_required`,
+ * `agent_uid` and `agent_journal_dir` from the node's flat file only; `agent_timeout` from the inline `ipam` block,
  * else the flat file. Anything unreadable → undefined: the direct path then loads the config
  * properly and reports what is wrong with it. Applied at run time only by the native binary
  * (examples/cni-plugin/src/forwarder-route.h, its bounds generated from this file), whose
@@ -91,10 +97,12 @@ export function agentSettings(stdin: string, fs: ConfigFs): AgentSettings | unde
   if (Buffer.byteLength(socket, "utf8") > AGENT_SOCKET_MAX_BYTES) return undefined;
   const timeout = inline.agent_timeout !== undefined && inline.agent_timeout !== "" ? inline.agent_timeout : flat.agent_timeout;
   const uid = flat.agent_uid;
+  const journalDir = journalDirOf(flat);
   return {
     socket,
     required: flat.agent_required === true,
     ...(isAgentTimeout(timeout) ? { timeoutSeconds: timeout } : {}),
     ...(Number.isSafeInteger(uid) && (uid as number) >= 0 ? { uid: uid as number } : {}),
+    ...(journalDir === undefined ? {} : { journalDir }),
   };
 }

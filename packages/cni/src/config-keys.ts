@@ -212,6 +212,12 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
     whereabouts: "—",
     bad: -1,
   },
+  agent_journal_dir: {
+    description: `Where the binary journals a DEL that no agent answered (with \`agent_required\`, or without Node on the host), answering it with success; the agent replays the journal when it starts ([operation](operate.md#when-the-agent-is-down-the-del-journal)). The chart sets \`/var/lib/ipamkit/journal\` (\`agent.journalDir\`). ${NODE_AGENT}`,
+    default: "none (such a DEL answers code 11)",
+    whereabouts: "—",
+    bad: "var/lib/ipamkit/journal",
+  },
   sticky: {
     description: "A pod reborn under the same namespace/name gets its address back.",
     default: "`false`",

@@ -119,6 +119,7 @@ const ipamShape = {
   // seconds (0, 30]: the bound of a call through the agent (agent-settings.ts)
   agent_timeout: opt(z.number().check(z.positive(), z.lte(30))),
   agent_uid: opt(z.int().check(z.nonnegative())),
+  agent_journal_dir: opt(z.string().check(z.refine((path: string) => path.startsWith("/"), { error: "must be an absolute path" }))),
   // sticky addresses (DESIGN.md of core, "Sticky addresses"): keep seconds, 1 s .. 30 days
   sticky: opt(z.boolean()),
   sticky_ttl: opt(z.int().check(z.positive(), z.lte(2_592_000))),

@@ -5,6 +5,7 @@ export {
   agentSettings,
   jsonNesting,
   NODE_AGENT_KEYS,
+  nodeFlatObject,
   ROUTE_JSON_MAX_NESTING,
 } from "./agent-settings.js";
 export type { CommandContext } from "./commands.js";
@@ -15,6 +16,22 @@ export { hostConfigFs } from "./config-host-fs.js";
 export { NODE_KEYS } from "./config-node-keys.js";
 export { DEFAULT_FLAT_FILE_PATHS, FLAT_FILE_MAX_BYTES, NODE_CONFIGURATION_PATH_ENV } from "./config-paths.js";
 export { NODE_NAME } from "./config-schema.js";
+export type { JournalKey, JournalRecord } from "./del-journal.js";
+export {
+  CHART_JOURNAL_DIR,
+  JOURNAL_DIR_MAX_BYTES,
+  JOURNAL_MAX_RECORDS,
+  JOURNAL_NAME_MAX_BYTES,
+  JOURNAL_RECORD_MAX_BYTES,
+  JOURNAL_RECORD_PREFIX,
+  JOURNAL_TEMP_PREFIX,
+  JOURNAL_VERSION,
+  journalDirOf,
+  journalKeyOf,
+  journalRecordName,
+  journalRecordNameOf,
+  parseJournalRecord,
+} from "./del-journal.js";
 export type { DispatcherOptions } from "./dispatcher.js";
 export { ABOUT_TEXT, dispatch } from "./dispatcher.js";
 export { checkEnv, ENV_TABLE, parseCniArgs, readEnv } from "./env.js";
