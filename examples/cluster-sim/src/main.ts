@@ -6,7 +6,8 @@ import { DEFAULT_AGENTS_PER_PROCESS, nodesLabel, openSimStore, type StoreKind, s
 import { NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
 import type { CpuParts } from "./cpu.js";
 import { RECONCILER, type ReconcilerMode, reconcilerFor } from "./reconciler-run.js";
-import { type PhaseResult, requestsText, runScenario } from "./scenario.js";
+import { perCallText, requestsText } from "./requests.js";
+import { type PhaseResult, runScenario } from "./scenario.js";
 import { type Spawner, startSpawner } from "./spawner.js";
 import { lineChart, type Series } from "./svg.js";
 import { sweep } from "./sweep.js";
@@ -132,8 +133,11 @@ for (const kind of stores) {
         lines.push(line);
         process.stderr.write(`${line}\n`);
         if (r.audit.heldTwice + r.audit.lost + r.audit.leaked + r.failed > 0) bad++;
-        if (r.requests !== undefined)
-          requestLines.push(`- ${networks} network${networks === 1 ? "" : "s"}, ${r.phase}: ${requestsText(r.requests)}`);
+        if (r.requests !== undefined) {
+          requestLines.push(`- ${kind}, ${networks} network${networks === 1 ? "" : "s"}, ${r.phase}: ${requestsText(r.requests)}`);
+          for (const [verb, s] of Object.entries(r.steps ?? {}))
+            if (s.calls > 0) requestLines.push(`  - the IPAM's requests: ${perCallText(s.requests, s.calls, verb)}`);
+        }
       }
     } finally {
       await store.close();
@@ -179,7 +183,7 @@ await spawner.close();
 if (requestLines.length > 0)
   lines.push(
     "",
-    "Requests the Kubernetes test API server answered per phase (agents, reconciler and the simulation's pods; each phase's closing audit excluded):",
+    "Requests the store's server answered per phase (agents, reconciler and the simulation's pods; each phase's closing audit excluded): the stand-in's counters, the real kube-apiserver's apiserver_request_total, etcd's handled RPCs. Per call, the IPAM's alone (the simulation's pods left out) over the phase's DELs, then over its ADDs:",
     "",
     ...requestLines,
   );
