@@ -5,6 +5,7 @@ import { type CpuParts, cpuSince } from "./cpu.js";
 import type { ReconcileRun } from "./reconciler-run.js";
 import { type RequestCounts, requestsSince } from "./requests.js";
 import { bringUp, everyPod, held, live, NS, type ScenarioContext, simPods, tearDown } from "./scenario-pods.js";
+import { ipamkitIpam, type SimIpam } from "./sim-ipam.js";
 
 export interface ScenarioOptions {
   pods: number;
@@ -17,6 +18,14 @@ export interface ScenarioOptions {
    * process's), or `reconcileInProcess`.
    */
   reconcile: () => Promise<ReconcileRun>;
+  /** The IPAM the nodes' runtimes call (default: ipamkit through its agents). */
+  ipam?: SimIpam;
+  /**
+   * Whether to run the power-cycle and its reconcile (default true). Whereabouts' runs leave it
+   * out: its dead sandboxes' addresses would need its own reconciler (ip-control-loop), which is
+   * not built here.
+   */
+  powerCycle?: boolean;
 }
 
 export interface PhaseResult {
@@ -168,6 +177,7 @@ async function powerCycle(
 export async function runScenario(cluster: Cluster, options: ScenarioOptions): Promise<PhaseResult[]> {
   const ctx: ScenarioContext = {
     cluster,
+    ipam: options.ipam ?? ipamkitIpam(cluster),
     networks: options.networks,
     concurrency: options.concurrency,
     pods: simPods(cluster, options.pods),
@@ -185,9 +195,10 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
       return undefined;
     }),
   );
-  results.push(
-    await phase(ctx, "power-cycle every node, then reconcile", (adds, _others, step) => powerCycle(ctx, options.reconcile, adds, step)),
-  );
+  if (options.powerCycle !== false)
+    results.push(
+      await phase(ctx, "power-cycle every node, then reconcile", (adds, _others, step) => powerCycle(ctx, options.reconcile, adds, step)),
+    );
   results.push(await phase(ctx, "delete all", (_adds, others, step) => deleteAll(others, step).then(() => undefined)));
   return results;
 }
