@@ -1,5 +1,6 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { rawEnvelope } from "@ipamkit/bench-figures";
 import { etcdBinary } from "@ipamkit/etcd-launcher";
 import { positiveInteger } from "./cli.js";
 import { DEFAULT_AGENTS_PER_PROCESS, nodesLabel, openSimStore, type StoreKind, startCluster } from "./cluster.js";
@@ -7,7 +8,7 @@ import { NATIVE_NOOP, NODE_NOOP, processFloor } from "./cni.js";
 import type { CpuParts } from "./cpu.js";
 import { RECONCILER, type ReconcilerMode, reconcilerFor } from "./reconciler-run.js";
 import { perCallText, requestsText } from "./requests.js";
-import { currentCommit, type SimResultFile, type SimRun } from "./result-file.js";
+import type { SimResultFile, SimRun } from "./result-file.js";
 import { type PhaseResult, runScenario } from "./scenario.js";
 import { type IpamKind, simIpam } from "./sim-ipam.js";
 import { type Spawner, startSpawner } from "./spawner.js";
@@ -92,7 +93,7 @@ try {
   process.exit(1);
 }
 
-const { commit, dirty } = currentCommit();
+const envelope = rawEnvelope("cluster-sim", `pnpm sim ${process.argv.slice(2).join(" ")}`);
 const lines = [
   "| IPAM | store | nodes | blocks | networks/pod | phase | s | ADDs | ADD p50 ms | ADD p99 ms | failed | conflicts | IPs held twice | lost | leaked | reconciler released | CPU s: sim / CNI / agents / etcd of machine |",
   "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -241,17 +242,16 @@ if (requestLines.length > 0)
     "",
     ...requestLines,
   );
+const { commit, dirty } = envelope;
 const date = new Date().toISOString();
 const text = `${lines.join("\n")}\n\nFloor of this machine (${concurrency} at once, the ${spawner.kind} spawner): ${floorLine}.\n${concurrency} CNI processes at most at once, started by the ${spawner.kind} spawner, node ${process.version}, ${date}, commit ${commit}${dirty ? " with local changes" : ""}\n`;
 process.stdout.write(text);
 if (values.out !== undefined) writeFileSync(values.out, text);
 if (values.json !== undefined) {
   const result: SimResultFile = {
-    kind: "cluster-sim",
-    commit,
-    dirty,
+    ...envelope,
+    bench: "cluster-sim",
     date,
-    node: process.version,
     argv: process.argv.slice(2),
     concurrency,
     spawner: spawner.kind,

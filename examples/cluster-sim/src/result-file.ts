@@ -1,19 +1,14 @@
-import { execFileSync } from "node:child_process";
+import type { RawEnvelope } from "@ipamkit/bench-figures";
 import type { PhaseResult } from "./scenario.js";
 import type { IpamKind } from "./sim-ipam.js";
 
 /**
  * The raw result of one `pnpm sim` run, as JSON (`--json FILE`): what the Markdown table shows and
  * more, with the commit measured — the file BENCHMARKS.md's and README's figures are generated
- * from (scripts/bench-figures.ts).
+ * from (packages/bench-figures).
  */
-export interface SimResultFile {
-  readonly kind: "cluster-sim";
-  /** The commit of the code measured, and whether the working tree had changes beside it. */
-  readonly commit: string;
-  readonly dirty: boolean;
-  readonly date: string;
-  readonly node: string;
+export interface SimResultFile extends RawEnvelope {
+  readonly bench: "cluster-sim";
   /** The command line's options. */
   readonly argv: readonly string[];
   readonly concurrency: number;
@@ -34,14 +29,4 @@ export interface SimRun {
   readonly pods: number;
   readonly networks: number;
   readonly phases: readonly PhaseResult[];
-}
-
-/** The commit checked out here (12 hex digits) and whether tracked files differ from it. */
-export function currentCommit(cwd = process.cwd()): { commit: string; dirty: boolean } {
-  const git = (...args: string[]) => execFileSync("git", args, { cwd, encoding: "utf8" }).trim();
-  try {
-    return { commit: git("rev-parse", "--short=12", "HEAD"), dirty: git("status", "--porcelain", "--untracked-files=no") !== "" };
-  } catch {
-    return { commit: "unknown", dirty: true };
-  }
 }

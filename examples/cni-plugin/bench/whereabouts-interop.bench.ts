@@ -6,8 +6,10 @@
  * ipamkit runs in direct mode and through its node-local agent, each also with `whereabouts_lease`. Every range is checked after: no
  * address twice, and no entry and no ORIP left after the DELs.
  * Run: pnpm --filter @ipamkit/example-cni-plugin bench:whereabouts   (after pnpm build, both build.sh)
+ * With BENCH_JSON=1 it also writes bench/results/whereabouts-interop.json (or BENCH_JSON=path).
  */
 import { loadavg } from "node:os";
+import { rawEnvelope, writeRawResult } from "@ipamkit/bench-figures";
 import { startAgentProcess } from "../test/agent-process.js";
 import {
   attachment,
@@ -29,6 +31,8 @@ const quantile = (xs: number[], q: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))] ?? Number.NaN;
 
 interface Mode {
+  /** Stable id in the raw file. */
+  id: string;
   name: string;
   binary: Binary;
   extra: Record<string, unknown>;
@@ -96,12 +100,13 @@ async function burst(interop: Interop, mode: Mode, round: number, tally: Tally):
 const interop = await startInterop();
 const agent = await startAgentProcess();
 const modes: Mode[] = [
-  { name: `Whereabouts ${interop.whereabouts.version}`, binary: "whereabouts", extra: {} },
-  { name: "ipamkit, direct", binary: "ipamkit", extra: {} },
-  { name: "ipamkit, agent", binary: "ipamkit", extra: { agent_socket: agent.socketPath, agent_required: true } },
+  { id: "whereabouts", name: `Whereabouts ${interop.whereabouts.version}`, binary: "whereabouts", extra: {} },
+  { id: "direct", name: "ipamkit, direct", binary: "ipamkit", extra: {} },
+  { id: "agent", name: "ipamkit, agent", binary: "ipamkit", extra: { agent_socket: agent.socketPath, agent_required: true } },
   // holding Whereabouts' Lease around each ADD's writes (coexistence mode)
-  { name: "ipamkit, direct, whereabouts_lease", binary: "ipamkit", extra: { whereabouts_lease: true } },
+  { id: "direct-lease", name: "ipamkit, direct, whereabouts_lease", binary: "ipamkit", extra: { whereabouts_lease: true } },
   {
+    id: "agent-lease",
     name: "ipamkit, agent, whereabouts_lease",
     binary: "ipamkit",
     extra: { agent_socket: agent.socketPath, agent_required: true, whereabouts_lease: true },
@@ -140,3 +145,29 @@ console.log(
 );
 for (const [k, mode] of modes.entries())
   for (const line of [...(tallies[k]?.failed ?? []), ...(tallies[k]?.duplicates ?? [])].slice(0, 5)) console.log(`- ${mode.name}: ${line}`);
+const written = writeRawResult(rawEnvelope("whereabouts-interop", "pnpm --filter @ipamkit/example-cni-plugin bench:whereabouts"), {
+  kubernetes: interop.api.versions.kubernetes,
+  etcd: interop.api.versions.etcd,
+  whereabouts: interop.whereabouts.version,
+  calls: CALLS,
+  rounds: ROUNDS,
+  batch: BATCH,
+  load: { before: loadBefore, after: loadavg()[0] ?? null },
+  modes: modes.map((mode, k) => {
+    const t = tallies[k] as Tally;
+    return {
+      id: mode.id,
+      name: mode.name,
+      addMedianMs: quantile(t.add, 0.5),
+      addP90Ms: quantile(t.add, 0.9),
+      delMedianMs: quantile(t.del, 0.5),
+      delP90Ms: quantile(t.del, 0.9),
+      burstAddS: t.burstAdd,
+      burstDelS: t.burstDel,
+      failed: t.failed.length,
+      duplicates: t.duplicates.length,
+      left: t.left,
+    };
+  }),
+});
+if (written !== undefined) console.log(`\nraw result: ${written}`);

@@ -9,11 +9,13 @@
  *     (10 × /22), 9k of them held by live pods (Running, network-status lists the IP), 1k orphaned
  *     (pod missing). Then passes 2–4, with nothing to release (median). Baseline: reading the 10 pools
  *     and listing the pods once (the I/O a pass cannot avoid).
- * Prints a Markdown report and writes it to the repository's bench/results/reconcile.md.
+ * Prints a Markdown report and writes it to the repository's bench/results/reconcile.md (with
+ * BENCH_JSON=1 also bench/results/reconcile.json).
  * Run: pnpm --filter @ipamkit/reconciler bench
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { cpus } from "node:os";
+import { rawEnvelope, writeRawResult } from "@ipamkit/bench-figures";
 import { formatIp, ipAt, Pool, parseCidr, planReconcile } from "@ipamkit/core";
 import { type KubeTestServer, startKubeTestServer } from "@ipamkit/kube-test-server";
 import { createKubernetesPodSource, createKubernetesStore } from "@ipamkit/storage-kubernetes";
@@ -252,3 +254,14 @@ console.log(text);
 const results = new URL("../../../bench/results/", import.meta.url);
 await mkdir(results, { recursive: true });
 await writeFile(new URL("reconcile.md", results), text);
+const sample = (r: { cpu: number; wall: number }) => ({ cpuMs: r.cpu, wallMs: r.wall });
+const written = writeRawResult(rawEnvelope("reconcile", "pnpm --filter @ipamkit/reconciler bench"), {
+  planning: { ...sample(planning.plan), releases: planning.releases, reservations: planning.input.reservations.length },
+  lookups: sample(planning.baseline),
+  full: {
+    first: { ...sample(full.first), released: full.first.value.released.length, requests: full.first.calls.total },
+    second: { ...sample(full.second), released: full.second.value.released.length, requests: full.second.calls.total },
+    baseline: { ...sample(full.baseline), requests: full.baseline.calls.total },
+  },
+});
+if (written !== undefined) console.log(`raw result: ${written}`);
