@@ -1,5 +1,6 @@
 import { get as httpGet } from "node:http";
 import { get as httpsGet, type RequestOptions } from "node:https";
+import { ipamShare, type RequestCounts, totalOf } from "@ipamkit/bench-figures";
 import type { Cluster } from "./cluster.js";
 
 /**
@@ -13,7 +14,7 @@ import type { Cluster } from "./cluster.js";
  * - etcd: its `grpc_server_handled_total` of the KV and Lease services (/metrics).
  * The file store has no server: undefined.
  */
-export type RequestCounts = Record<string, number>;
+export type { RequestCounts };
 
 /** What each verb of `apiserver_request_total` is called here (the stand-in's names). */
 const API_VERBS: Record<string, string> = {
@@ -113,16 +114,8 @@ export async function requestsSince(cluster: Cluster): Promise<() => Promise<Req
   };
 }
 
-/** The simulation's own requests (its Pod objects), not the IPAM's: `… pods` and `… pods/status`. */
-export const isPodRequest = (key: string): boolean => / pods(\/|$)/.test(key);
-
-/** The IPAM's share of some counts: every key but the simulation's pods. */
-export function ipamShare(counts: RequestCounts): RequestCounts {
-  return Object.fromEntries(Object.entries(counts).filter(([key]) => !isPodRequest(key)));
-}
-
-/** The total of some counts. */
-export const totalOf = (counts: RequestCounts): number => Object.values(counts).reduce((sum, n) => sum + n, 0);
+// the IPAM's share of some counts (the simulation's pods left out): the figures read it the same way
+export { ipamShare, totalOf };
 
 /** `12,345 requests: 4,000 get ippools, …` — most frequent first. */
 export function requestsText(requests: RequestCounts): string {
