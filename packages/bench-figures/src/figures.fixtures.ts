@@ -81,6 +81,8 @@ export function rawFiles(options: { clusterMove?: boolean } = {}): Record<string
           addMedianMs: 60,
           addP90Ms: 80,
           delMedianMs: 50,
+          delP90Ms: 70,
+          burstDelS: [10, 11],
           burstAddS: [11, 12],
           failed: 0,
           duplicates: 0,
@@ -92,6 +94,8 @@ export function rawFiles(options: { clusterMove?: boolean } = {}): Record<string
           addMedianMs: 180,
           addP90Ms: 200,
           delMedianMs: 170,
+          delP90Ms: 210,
+          burstDelS: [7, 8],
           burstAddS: [7, 9],
           failed: 0,
           duplicates: 0,
@@ -103,6 +107,8 @@ export function rawFiles(options: { clusterMove?: boolean } = {}): Record<string
           addMedianMs: 21,
           addP90Ms: 30,
           delMedianMs: 20,
+          delP90Ms: 28,
+          burstDelS: [0.9, 1],
           burstAddS: [1, 1.2],
           failed: 0,
           duplicates: 0,
@@ -143,7 +149,7 @@ export function figureFiles(options: { clusterMove?: boolean } = {}): FigureFile
   writeFileSync(join(dir, "README.md"), `# x\n\n${block("headline")}\n\nmore\n`);
   writeFileSync(
     join(dir, "BENCHMARKS.md"),
-    `# y\n\n${block("summary")}\n\n## s\n\n${block("simulation")}\n\n${block("requests")}\n\n${block("beside-whereabouts")}\n`,
+    `# y\n\n${block("summary")}\n\n## s\n\n${["simulation", "requests", "beside-whereabouts", "interop", "core", "etcd", "kubernetes", "cni", "power-cycle"].map(block).join("\n\n")}\n`,
   );
   return { results, readme: join(dir, "README.md"), benchmarks: join(dir, "BENCHMARKS.md") };
 }

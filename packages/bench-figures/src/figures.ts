@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { benchBlocks } from "./bench-details.js";
 import { detailBlocks } from "./details.js";
 import { REPO_ROOT, RESULTS_DIR } from "./raw-file.js";
 import { blockIn, readmeTable, summaryTable, withBlock } from "./render.js";
@@ -25,7 +26,7 @@ export function generate(results: string): { readme: Record<string, string>; ben
   const src = loadSources(results);
   return {
     readme: { headline: readmeTable(rowsOf(README_ROWS, src)) },
-    benchmarks: { summary: summaryTable(rowsOf(SUMMARY_ROWS, src)), ...detailBlocks(src) },
+    benchmarks: { summary: summaryTable(rowsOf(SUMMARY_ROWS, src)), ...detailBlocks(src), ...benchBlocks(src) },
   };
 }
 

@@ -27,7 +27,9 @@ export const WhereaboutsInterop = z.looseObject({
       addMedianMs: z.number(),
       addP90Ms: z.number(),
       delMedianMs: z.number(),
+      delP90Ms: z.number(),
       burstAddS: z.array(z.number()),
+      burstDelS: z.array(z.number()),
       failed: z.number(),
       duplicates: z.number(),
       left: z.array(z.string()),
@@ -39,6 +41,13 @@ export const WhereaboutsInterop = z.looseObject({
 export const Cni = z.looseObject({
   ...envelope,
   runs: z.number(),
+  single: z.object({
+    nodeMs: z.number(),
+    directAddMs: z.number(),
+    directDelMs: z.number(),
+    agentAddMs: z.number(),
+    agentDelMs: z.number(),
+  }),
   byAllocations: z.array(z.object({ allocations: z.number(), hostLocalMs: z.number(), directMs: z.number(), agentMs: z.number() })),
 });
 
@@ -57,7 +66,12 @@ const storeRows = z.array(z.looseObject({ id: z.string(), name: z.string(), seco
 /** packages/storage-etcd bench/etcd.bench.ts */
 export const Etcd = z.looseObject({ ...envelope, n: z.number(), rows: storeRows });
 /** packages/storage-kubernetes bench/kubernetes.bench.ts */
-export const Kubernetes = z.looseObject({ ...envelope, n: z.number(), rows: storeRows });
+export const Kubernetes = z.looseObject({
+  ...envelope,
+  n: z.number(),
+  rows: storeRows,
+  objectBytes: z.array(z.object({ entries: z.string(), at1k: z.number(), at10k: z.number(), largestUnderLimit: z.number() })),
+});
 
 /** packages/storage-etcd bench/block-walk.bench.ts */
 export const BlockWalk = z.looseObject({
