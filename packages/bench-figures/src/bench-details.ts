@@ -31,6 +31,22 @@ function interopTable(file: RawFile<Data<"interop">>): string {
   return [...lines, "", from(file)].join("\n");
 }
 
+function nodeChurnTable(file: RawFile<Data<"nodeChurn">>): string {
+  const { summary, wave, pods, rounds } = file.data;
+  const wb = summary.find((x) => x.ipam === "whereabouts");
+  const times = (a: number, b: number | undefined) => (b === undefined ? "—" : ratio(a / b));
+  const lines = [
+    `| IPAM | pods | to Running, median (p90) | × Whereabouts | a wave of ${wave} Running, median | × Whereabouts | a wave freed, median | × Whereabouts | problems |`,
+    "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+  ];
+  for (const x of summary)
+    lines.push(
+      `| ${x.ipam} | ${x.pods} | ${seconds(x.medianMs / 1000)} (${seconds(x.p90Ms / 1000)}) | ${times(x.medianMs, wb?.medianMs)} (${times(x.p90Ms, wb?.p90Ms)}) | ${seconds(x.waveMedianS)} | ${times(x.waveMedianS, wb?.waveMedianS)} | ${seconds(x.freedMedianS)} | ${times(x.freedMedianS, wb?.freedMedianS)} | ${x.problems === undefined ? "—" : x.problems.length === 0 ? "none" : x.problems.length} |`,
+    );
+  const shape = pods === undefined || rounds === undefined ? "" : `${pods} pods a round, ${rounds} rounds. `;
+  return [...lines, "", `${shape}Raw: ${provenance(file)}.`].join("\n");
+}
+
 function coreTable(file: RawFile<Data<"core">>): string {
   const part = (title: string, rows: Data<"core">["byCount"]) => {
     const first = rows[0]?.ipamkitUs ?? Number.NaN;
@@ -46,9 +62,18 @@ function coreTable(file: RawFile<Data<"core">>): string {
       "",
     ];
   };
+  const us = (rows: Data<"core">["byCount"], prefix: string) => rows.find((r) => r.case.startsWith(prefix))?.ipamkitUs ?? Number.NaN;
+  const { byCount, bySize } = file.data;
+  const [holes, dense] = [
+    us(byCount, "100k reservations, /8, 1%") / us(byCount, "1k reservations, /8, 1%"),
+    us(byCount, "100k reservations, /8, dense") / us(byCount, "1k reservations, /8, dense"),
+  ];
+  const [v4, v6] = [us(bySize, "/8,") / us(bySize, "/24,"), us(bySize, "/48") / us(bySize, "/24,")];
   return [
-    ...part("By reservation count (lowest-free)", file.data.byCount),
-    ...part("By range size (200 reservations, gateway + one excluded /28)", file.data.bySize),
+    ...part("By reservation count (lowest-free)", byCount),
+    ...part("By range size (200 reservations, gateway + one excluded /28)", bySize),
+    `Targets: 100k reservations ≤ 2× of 1k — ${holes <= 2 && dense <= 2 ? "met" : "**missed**"} (${ratio(holes)}× with holes, ${ratio(dense)}× dense against dense); a /8 or a /48 ≤ 2× a /24 — ${v4 <= 2 && v6 <= 2 ? "met" : "**missed**"} (${ratio(v4)}×, ${ratio(v6)}×).`,
+    "",
     from(file),
   ].join("\n");
 }
@@ -119,6 +144,7 @@ export function benchBlocks(src: Sources): Record<string, string> {
   const missing = (name: string) => `(not measured on the current code yet: bench/results/${name} is missing)`;
   return {
     interop: src.interop === undefined ? missing("whereabouts-interop.json") : interopTable(src.interop),
+    "node-churn": src.nodeChurn === undefined ? missing("node-churn.json") : nodeChurnTable(src.nodeChurn),
     core: src.core === undefined ? missing("core.json") : coreTable(src.core),
     etcd: src.etcd === undefined ? missing("etcd.json") : storeTable(src.etcd, "bare-cas"),
     kubernetes:

@@ -32,15 +32,21 @@ export function requestsTable(files: readonly RawFile<SimFile>[]): string {
 /** Every phase of the full-size runs against the no-op floor of the same run. */
 export function simulationTable(file: RawFile<SimFile>): string {
   const lines = [
-    "| store | phase | s | × floor | ADDs | ADD p50 / p99 ms | failed | held twice / lost / leaked |",
-    "|---|---|---:|---:|---:|---:|---:|---|",
+    "| store | phase | s | × floor | ADDs | ADD p50 / p99 ms | failed | held twice / lost / leaked | CPU s: simulation / CNI / agents / etcd / rest, of the machine's |",
+    "|---|---|---:|---:|---:|---:|---:|---|---|",
   ];
   for (const run of file.data.runs) {
     const floor = nodeFloor(file.data, run.pods);
     for (const p of run.phases) {
       const latency = p as { addP50?: number; addP99?: number };
+      const c = p.cpu;
+      // the rest: what no part counted — on the real kube-apiserver, the API server and its etcd
+      const cpu =
+        c === undefined
+          ? "—"
+          : `${[c.harness, c.cni, c.agents, c.store, Math.max(0, c.machine - c.harness - c.cni - c.agents - c.store)].map((x) => x.toFixed(0)).join(" / ")}, of ${c.machine.toFixed(0)}`;
       lines.push(
-        `| ${run.ipamLabel === "ipamkit" ? "" : `${run.ipamLabel}, `}${STORE_LABEL[run.store] ?? run.store} | ${p.phase} | ${p.seconds.toFixed(1)} | ${floor === undefined ? "—" : ratio(p.seconds / floor.seconds)} | ${count(p.adds)} | ${p.adds === 0 ? "—" : `${(latency.addP50 ?? 0).toFixed(0)} / ${(latency.addP99 ?? 0).toFixed(0)}`} | ${p.failed} | ${audited(p.audit)} |`,
+        `| ${run.ipamLabel === "ipamkit" ? "" : `${run.ipamLabel}, `}${STORE_LABEL[run.store] ?? run.store} | ${p.phase} | ${p.seconds.toFixed(1)} | ${floor === undefined ? "—" : ratio(p.seconds / floor.seconds)} | ${count(p.adds)} | ${p.adds === 0 ? "—" : `${(latency.addP50 ?? 0).toFixed(0)} / ${(latency.addP99 ?? 0).toFixed(0)}`} | ${p.failed} | ${audited(p.audit)} | ${cpu} |`,
       );
     }
   }

@@ -119,10 +119,21 @@ export function rawFiles(options: { clusterMove?: boolean } = {}): Record<string
     "sim-whereabouts.json": sim([run("ipamkit", "kube-apiserver", [4, 6, 2]), run("whereabouts", "kube-apiserver", [40, 80, 40])]),
     "node-churn.json": {
       date: "2026-12-07T06:22:49.203Z",
+      pods: 100,
       wave: 25,
+      rounds: 2,
       summary: [
-        { ipam: "ipamkit", pods: 200, medianMs: 8721, p90Ms: 10523, waveMedianS: 9.65, freedMedianS: 8.98 },
-        { ipam: "whereabouts", pods: 200, medianMs: 7358, p90Ms: 10419, waveMedianS: 11.39, freedMedianS: 11.25 },
+        { ipam: "ipamkit", pods: 200, medianMs: 8721, p90Ms: 10523, maxMs: 12489, waveMedianS: 9.65, freedMedianS: 8.98, problems: [] },
+        {
+          ipam: "whereabouts",
+          pods: 200,
+          medianMs: 7358,
+          p90Ms: 10419,
+          maxMs: 12417,
+          waveMedianS: 11.39,
+          freedMedianS: 11.25,
+          problems: [],
+        },
       ],
     },
     ...(options.clusterMove === true
@@ -149,7 +160,7 @@ export function figureFiles(options: { clusterMove?: boolean } = {}): FigureFile
   writeFileSync(join(dir, "README.md"), `# x\n\n${block("headline")}\n\nmore\n`);
   writeFileSync(
     join(dir, "BENCHMARKS.md"),
-    `# y\n\n${block("summary")}\n\n## s\n\n${["simulation", "requests", "beside-whereabouts", "interop", "core", "etcd", "kubernetes", "cni", "power-cycle"].map(block).join("\n\n")}\n`,
+    `# y\n\n${block("summary")}\n\n## s\n\n${["simulation", "requests", "beside-whereabouts", "interop", "node-churn", "core", "etcd", "kubernetes", "cni", "power-cycle"].map(block).join("\n\n")}\n`,
   );
   return { results, readme: join(dir, "README.md"), benchmarks: join(dir, "BENCHMARKS.md") };
 }

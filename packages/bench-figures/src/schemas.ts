@@ -118,6 +118,7 @@ export const Sim = z.looseObject({
           adds: z.number(),
           failed: z.number(),
           audit,
+          cpu: z.object({ harness: z.number(), cni: z.number(), agents: z.number(), store: z.number(), machine: z.number() }).optional(),
           steps: z.object({ ADD: step.optional(), DEL: step.optional() }).optional(),
         }),
       ),
@@ -131,10 +132,13 @@ export const NodeChurn = z.looseObject({
   dirty: z.boolean().optional(),
   date: z.string(),
   wave: z.number(),
+  pods: z.number().optional(),
+  rounds: z.number().optional(),
   summary: z.array(
     z.looseObject({
       ipam: z.string(),
       pods: z.number(),
+      problems: z.array(z.unknown()).optional(),
       medianMs: z.number(),
       p90Ms: z.number(),
       waveMedianS: z.number(),
