@@ -21,11 +21,15 @@ export interface RawEnvelope {
   readonly command: string;
 }
 
-/** The commit checked out at `cwd` and whether tracked files differ from it; `unknown` outside a git checkout. */
+/**
+ * The commit checked out at `cwd` and whether tracked files other than raw results (bench/results/,
+ * which a benchmark run rewrites) differ from it; `unknown` outside a git checkout.
+ */
 export function currentCommit(cwd = REPO_ROOT): { commit: string; dirty: boolean } {
   const git = (...args: string[]) => execFileSync("git", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
   try {
-    return { commit: git("rev-parse", "--short=12", "HEAD"), dirty: git("status", "--porcelain", "--untracked-files=no") !== "" };
+    const changed = git("status", "--porcelain", "--untracked-files=no", "--", ":/", ":(exclude,top)bench/results");
+    return { commit: git("rev-parse", "--short=12", "HEAD"), dirty: changed !== "" };
   } catch {
     return { commit: "unknown", dirty: true };
   }
