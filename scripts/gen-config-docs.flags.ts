@@ -184,6 +184,14 @@ export const RECONCILER_FLAGS: Record<string, FlagDoc> = {
     whereabouts: "—",
     bad: ["--claim-settle", "x"],
   },
+  "node-slices": {
+    value: "BOOL",
+    description:
+      "After each scheduled or `--once` pass (not `--watch`), give every node without one a slice of each NodeSlicePool and free deleted nodes' idle slices (their IPPool empty): Whereabouts' node-slice controller's work, for when it is gone. Kubernetes store; every write is conditional.",
+    default: "`false`",
+    whereabouts: "its node-slice controller",
+    bad: ["--node-slices", "yes"],
+  },
   "leader-election": {
     value: "BOOL",
     description: "Lease-based leader election (`--once` never elects).",
@@ -223,6 +231,10 @@ export const CLI_FLAGS: Record<string, FlagDoc> = {
   progress: { whereabouts: "—" },
   grace: { whereabouts: "the reconciler's `--grace`", bad: ["audit", "--grace", "soon"] },
   settle: { whereabouts: "—", bad: ["audit", "--settle", "x"] },
+  "flat-file": {
+    whereabouts: "the nodes' `whereabouts.conf`",
+    bad: ["preflight", "--kubeconfig", "/dev/null", "--flat-file", "/nonexistent/whereabouts.conf"],
+  },
   "no-claims": { whereabouts: "`enable_overlapping_ranges: false`" },
   "no-pods": { whereabouts: "—" },
   "allow-legacy": { whereabouts: "—" },

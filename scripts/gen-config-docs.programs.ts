@@ -115,7 +115,9 @@ export async function cliSection(emptyDir: string): Promise<string[]> {
   const program = buildProgram({ out: () => {}, err: () => {}, exit: () => {}, stderrIsTty: false });
   const commands = program.commands;
   const visible = (c: Command) => c.options.filter((o) => !o.hidden && o.long !== undefined);
-  const common = visible(commands[0] as Command).filter((o) => commands.every((c) => visible(c).some((p) => p.long === o.long)));
+  // the store commands share their options; preflight (the cluster, not a store) has its own
+  const storeCommands = commands.filter((c) => c.name() !== "preflight");
+  const common = visible(commands[0] as Command).filter((o) => storeCommands.every((c) => visible(c).some((p) => p.long === o.long)));
   const isCommon = (long: string | undefined) => common.some((o) => o.long === long);
   sameFlags(
     "cli",
@@ -136,14 +138,14 @@ export async function cliSection(emptyDir: string): Promise<string[]> {
   const out = [
     "## CLI: `ipamkit`",
     "",
-    `Commands: ${commands.map((c) => `\`${c.name()}\``).join(", ")}. Exit 0 done or clean, 1 a finding (audit) or nothing released, 2 an error (one line on stderr). Whereabouts has no CLI; its state is read with \`kubectl get ippools,overlappingrangeipreservations\`.`,
+    `Commands: ${commands.map((c) => `\`${c.name()}\``).join(", ")}. Exit 0 done or clean, 1 a finding (audit, preflight) or nothing released, 2 an error (one line on stderr). Whereabouts has no CLI; its state is read with \`kubectl get ippools,overlappingrangeipreservations\`.`,
     "",
     "### Options of every command (the store)",
     "",
     ...(await table(common)),
   ];
   for (const c of commands) {
-    const own = visible(c).filter((o) => !isCommon(o.long));
+    const own = c.name() === "preflight" ? visible(c) : visible(c).filter((o) => !isCommon(o.long));
     const args = c.registeredArguments.map((a) => `\`<${a.name()}>\`: ${a.description}`);
     if (own.length === 0 && args.length === 0) continue;
     out.push("", `### \`ipamkit ${c.name()}\``, "", `${c.description()}${args.length > 0 ? `. Argument ${args.join("; ")}` : ""}.`);

@@ -22,7 +22,11 @@ import {
   ROUTE_DOCS,
   schemaProperties,
 } from "../packages/cni/src/config-keys.js";
+import { NODE_KEYS } from "../packages/cni/src/config-node-keys.js";
+import { DEFAULT_FLAT_FILE_PATHS, FLAT_FILE_MAX_BYTES, NODE_CONFIGURATION_PATH_ENV } from "../packages/cni/src/config-paths.js";
 import { dnsSchema, inlineIpamSchema, kubernetesSchema, rangeEntrySchema, routeSchema } from "../packages/cni/src/config-schema.js";
+import { WHEREABOUTS_DIFFERENCES } from "../packages/cni/src/whereabouts-differences.js";
+import { chartSection } from "./gen-config-docs.chart.js";
 import { cliSection, code, flagTable, header, ROOT, row } from "./gen-config-docs.programs.js";
 
 export const DOC_PATH = join(ROOT, "docs", "configuration.md");
@@ -109,15 +113,41 @@ function keyTable(prefix: string, docs: Record<string, KeyDoc>, schema: Schema, 
   return lines;
 }
 
+/** Why some keys are the node's (packages/cni/src/config-node-keys.ts, issue 47). */
+function nodeLevelSection(): string[] {
+  const keys = NODE_KEYS.map((k) => code(`ipam.${k}`)).join(", ");
+  const defaults = DEFAULT_FLAT_FILE_PATHS.map((p) => code(p)).join(", ");
+  return [
+    "### Node-level settings",
+    "",
+    `A NetworkAttachmentDefinition is a namespaced object that a tenant may be allowed to create, and its \`ipam\` block reaches a binary that runs as root on every node. So the settings that decide what that binary talks to, whom it trusts, where it reads its node's settings and with which credentials it reaches the store belong to the node: ${keys}. They are read only from the node's flat file:`,
+    "",
+    `- the file that \`${NODE_CONFIGURATION_PATH_ENV}\` names (a file, or a directory holding \`whereabouts.conf\`) when that variable is set in the environment of the container runtime (which passes its environment to the plugin) and of the agent; otherwise the first of ${defaults} that exists. The installer writes \`/etc/cni/net.d/whereabouts.d/whereabouts.conf\` (the chart's default \`cni.confDir\`); with another directory, set \`${NODE_CONFIGURATION_PATH_ENV}\` for the runtime and the agent;`,
+    `- it is used only when it is a regular file owned by root (or by the user the plugin runs as) that neither group nor others may write, of at most ${FLAT_FILE_MAX_BYTES} bytes; otherwise the call fails with code 7 naming the file and the reason (the static binary does not route by it).`,
+    "",
+    "In a network config, each of these keys is:",
+    "",
+    "- accepted silently when it holds the node's value (a Whereabouts NetworkAttachmentDefinition whose `kubernetes.kubeconfig` or `configuration_path` names the installer's files keeps working);",
+    "- ignored, with one warning line on stderr naming the key, when it holds another value;",
+    "- refused (code 7) for `kubernetes.kubeconfig` and the `etcd_*` credentials when the node's flat file sets none: ignoring them would put the call on another store.",
+    "",
+    "`etcd_host` stays a network's setting unless the node's flat file holds etcd credentials: then only the node's `etcd_host` is used (the credentials are never presented to a host a network config names), and a differing one is ignored with a warning.",
+    "",
+    "`agent_timeout` stays a network's setting: it bounds only that network's own calls, at most 30 s. `RELIABILITY.md` (\"Threat model\") lists what each party can and cannot make ipamkit do, with the test that shows it.",
+  ];
+}
+
 function pluginSection(): string[] {
   const nested = (key: string, inner: (k: string, d: KeyDoc) => unknown) => (k: string, d: KeyDoc) =>
     base({ ...d.with, [key]: inner(k, d) });
   return [
     "## CNI plugin: the `ipam` block",
     "",
-    "The inline `ipam` block of the network config, merged with the Whereabouts flat file (`whereabouts.conf`) when one is found: a key the inline block sets wins; the flat file fills the others, recursing into `kubernetes` and `dns` (`enable_overlapping_ranges` is never taken from it). Unknown keys are refused (code 7). Keys accepted but without effect for this config print a warning line on stderr. Codes: 1 version, 2 unsupported value, 6 undecodable, 7 invalid (see [troubleshooting](troubleshooting.md)).",
+    "The inline `ipam` block of the network config, merged with the Whereabouts flat file (`whereabouts.conf`) when one is found: a key the inline block sets wins; the flat file fills the others, recursing into `kubernetes` and `dns` (`enable_overlapping_ranges` is never taken from it). Keys are read as Whereabouts reads them: a key in another case (`Range`) counts as its own, `null` counts as unset, and an unknown key (`subnet`, `range_stat`) is ignored; each such key, and each key accepted but without effect for this config, prints one warning line on stderr (once per network and process), naming the nearest accepted key. Codes: 1 version, 2 unsupported value, 6 undecodable, 7 invalid (see [troubleshooting](troubleshooting.md)). Where ipamkit answers a config otherwise than Whereabouts, the reason is listed under [Differences from Whereabouts](#differences-from-whereabouts).",
     "",
     ...keyTable("ipam.", IPAM_KEY_DOCS, inlineIpamSchema, (key, doc) => base({ ...doc.with, [key]: doc.bad })),
+    "",
+    ...nodeLevelSection(),
     "",
     "### `ipam.ipRanges[]` entries",
     "",
@@ -160,7 +190,25 @@ function pluginSection(): string[] {
     "Other top-level keys belong to the main plugin and are passed over.",
     "",
     ...keyTable("", NETCONF_KEY_DOCS, netConfWithoutIpam, (key, doc) => ({ ...base({}), [key]: doc.bad })),
+    "",
+    ...differencesSection(),
   ];
+}
+
+function differencesSection(): string[] {
+  const lines = [
+    "## Differences from Whereabouts",
+    "",
+    "Every config Whereabouts v0.9 accepts is accepted and gives the same addresses on an empty pool, but for these deliberate differences, each in the user's favour. The corpus test (`examples/cni-plugin/src/whereabouts-corpus.test.ts`) runs Whereabouts' own documented and tested configs through both binaries and fails on any other difference.",
+    "",
+  ];
+  for (const d of WHEREABOUTS_DIFFERENCES) {
+    lines.push(`<a id="difference-${d.id}"></a>**${d.id}** — Whereabouts: ${d.whereabouts} ipamkit: ${d.ipamkit} Why: ${d.why}`, "");
+  }
+  lines.push(
+    "Not supported yet, and no deliberate difference: serving Whereabouts' node slices (`node_slice_size`) from ipamkit's plugin. A network that sets it is refused (code 2), so `ipamkit preflight` reports it as refused and the swap as not safe; ipamkit's own per-node blocks (`node_block_size`) need no controller. What works: the reconciler's `--node-slices true` keeps the NodeSlicePools (a slice for each new node, a deleted node's slice freed once its IPPool is empty) for Whereabouts' binaries when Whereabouts' node-slice controller is gone.",
+  );
+  return lines;
 }
 
 export async function renderConfigurationDoc(): Promise<string> {
@@ -171,7 +219,7 @@ export async function renderConfigurationDoc(): Promise<string> {
       "",
       `<!-- Generated by scripts/gen-config-docs.ts from the config schemas and the programs; do not edit. Regenerate: ${REGENERATE} -->`,
       "",
-      "Every key of the CNI plugin's config and every option of the node-local agent, the reconciler and the `ipamkit` CLI: type (from the schema), default, the Whereabouts equivalent, and the error each refuses a wrong value with — recorded by running the real validator on the value shown.",
+      "Every key of the CNI plugin's config, every option of the node-local agent, the reconciler and the `ipamkit` CLI, and every value of the Helm chart: type (from the schema) and default; for the plugin and the programs also the Whereabouts equivalent, and the error each refuses a wrong value with — recorded by running the real validator on the value shown.",
       "",
       ...pluginSection(),
       "",
@@ -186,6 +234,8 @@ export async function renderConfigurationDoc(): Promise<string> {
       "`node dist/main.js [options]`: one pass (`--once`), a cron schedule (default), or a pod-deletion controller (`--watch`); durations are `300ms`, `90s`, `5m`, `1h` or seconds. A refused option exits 2 with the line shown and the usage.",
       "",
       ...(await flagTable("reconciler", emptyDir)),
+      "",
+      ...chartSection(),
       "",
       ...(await cliSection(emptyDir)),
       "",

@@ -14,7 +14,12 @@ const env = { ...process.env, RELIABILITY: "full", TURBO_TELEMETRY_DISABLED: "1"
 const MODEL = ["-t", "model-based random operation sequences"];
 /** Each campaign: vitest runs (a project and its filters), in RELIABILITY.md's order. */
 const CAMPAIGNS = {
-  fuzz: [{ project: "example-reliability", args: ["src/fuzz-dispatch", "src/fuzz-binary"] }],
+  fuzz: [
+    { project: "example-reliability", args: ["src/fuzz-dispatch", "src/fuzz-binary"] },
+    // the static forwarder's parsers: libFuzzer under ASan and UBSan for 600 s (FUZZ_SECONDS), and
+    // the C reader against the TypeScript one on 100 000 generated configs
+    { project: "example-cni-plugin", args: ["src/forwarder-fuzz", "src/forwarder-differential"] },
+  ],
   corruption: [{ project: "example-reliability", args: ["src/corruption"] }],
   security: [{ project: "example-reliability", args: ["src/file-modes", "src/secrets", "src/tls", "src/rbac"] }],
   model: ["storage-conformance", "storage-file", "storage-etcd", "storage-kubernetes"].map((project) => ({ project, args: MODEL })),

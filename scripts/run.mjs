@@ -37,7 +37,10 @@ function ensurePnpm() {
  * iproute2 for the end-to-end tests in network namespaces, gcc and the static C library for the
  * native CNI forwarder (examples/cni-plugin/src/forwarder.c, linked with musl from musl-tools) and
  * the simulation's process launcher (examples/cluster-sim/src/launcher.c), buildah, umoci, skopeo
- * and unshare for the OCI image and its test (examples/install/src/image.test.ts).
+ * and unshare for the OCI image and its test (examples/install/src/image.test.ts), clang with its
+ * sanitizer and libFuzzer runtimes (libclang-rt-dev) and llvm (llvm-cov, llvm-profdata) for the
+ * forwarder's fuzz target and differential reader (examples/cni-plugin/src/forwarder-fuzz.test.ts,
+ * forwarder-differential.test.ts).
  */
 function ensureDebianPackages() {
   const missing = [
@@ -49,6 +52,13 @@ function ensureDebianPackages() {
     ["command -v cc", "gcc"],
     ['cc -print-file-name=libc.a | grep -q / && test -f "$(cc -print-file-name=libc.a)"', "libc6-dev"],
     ["command -v musl-gcc", "musl-tools"],
+    // the forwarder's fuzz target (libFuzzer, ASan, UBSan) and its coverage report
+    ["command -v clang", "clang"],
+    [
+      "printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }' | clang -x c -fsanitize=fuzzer,address,undefined -o /dev/null -",
+      "libclang-rt-dev",
+    ],
+    ["command -v llvm-cov && command -v llvm-profdata", "llvm"],
     // the OCI image (scripts/build-image.sh) and its test: build, read back, unpack, run chrooted
     ["command -v buildah", "buildah"],
     ["command -v umoci", "umoci"],
@@ -86,8 +96,12 @@ if (job === "demo") {
   const checks = [
     ["kube-apiserver binaries", ["bash", "test-infra/kube-apiserver/build.sh"]],
     ["helm binary", ["bash", "test-infra/helm/build.sh"]],
+    ["Prometheus Operator types check", ["bash", "test-infra/monitoring/build.sh"]],
     ["Whereabouts binary", ["bash", "test-infra/whereabouts/build.sh"]],
     ["real node binaries", ["bash", "test-infra/node/build.sh"]],
+    // the real cluster's control plane (kube-controller-manager, kube-scheduler, kubectl) and Multus
+    ["cluster binaries", ["bash", "test-infra/cluster/build.sh"]],
+    ["Multus binary", ["bash", "test-infra/multus/build.sh"]],
     ["build", ["turbo", "run", "build"]],
     ["exports", ["node", "scripts/check-exports.mjs"]],
     ["API reference (TypeDoc)", ["node", "scripts/api-docs.mjs"]],

@@ -19,8 +19,24 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- default .Release.Namespace .Values.poolNamespace -}}
 {{- end -}}
 
+{{/* repository@digest when image.digest is set, else repository:tag (default the appVersion). */}}
 {{- define "ipamkit.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The labels a component's pods are selected by. */}}
+{{- define "ipamkit.selector" -}}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/name: {{ .name }}
+{{- end -}}
+
+{{/* The pod-level securityContext every pod gets: the runtime's default seccomp profile. */}}
+{{- define "ipamkit.podSeccomp" -}}
+seccompProfile: { type: RuntimeDefault }
 {{- end -}}
 
 {{- define "ipamkit.socket" -}}
@@ -40,6 +56,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- if and .Values.whereaboutsLease (ne .Values.store.type "kubernetes") -}}
 {{- fail "whereaboutsLease needs store.type kubernetes (Whereabouts' Lease guards its pools there)" -}}
+{{- end -}}
+{{- if and .Values.metrics.prometheusRule.enabled (not .Values.agent.metrics.enabled) (not .Values.reconciler.enabled) -}}
+{{- fail "metrics.prometheusRule needs agent.metrics.enabled or reconciler.enabled: nothing to alert on" -}}
 {{- end -}}
 {{- range .Values.cni.binaryNames -}}
 {{- if not (regexMatch "^[A-Za-z0-9][A-Za-z0-9._-]*$" .) -}}
@@ -97,3 +116,4 @@ allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
 capabilities: { drop: ["ALL"] }
 {{- end -}}
+

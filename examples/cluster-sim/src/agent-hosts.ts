@@ -50,6 +50,8 @@ async function startHost(a: AgentHosts, group: number): Promise<ChildProcess> {
     // SIM_AGENT_NODE_OPTIONS: Node options for the agents only (e.g. --require a profiling preload)
     env: {
       PATH: process.env.PATH ?? "",
+      // the node's flat file (the store's kubeconfig): every member's holds the same store keys
+      IPAMKIT_CONFIGURATION_PATH: members[0]?.configurationPath ?? "",
       ...(process.env.SIM_AGENT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SIM_AGENT_NODE_OPTIONS } : {}),
     },
   });

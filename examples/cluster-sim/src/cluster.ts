@@ -1,5 +1,5 @@
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { IpamStore } from "@ipamkit/core";
 import { type EtcdInstance, startEtcd } from "@ipamkit/etcd-launcher";
@@ -21,6 +21,8 @@ export type StoreKind = "etcd" | "kubernetes" | "kube-apiserver" | "file";
 export interface SimNode {
   name: string;
   socket: string;
+  /** The node's flat file's directory: node-level keys (its agent's socket, the store's kubeconfig), its runtime's and agent's IPAMKIT_CONFIGURATION_PATH. */
+  configurationPath: string;
   agent: ChildProcess | undefined;
 }
 
@@ -39,6 +41,8 @@ export interface Cluster extends CpuSources {
   /** How the nodes' runtimes start CNI processes (not closed with the cluster). */
   spawner: Spawner;
   /** The IPAM keys that select this store (plus the agent socket, per node). */
+  /** The flat file's directory of a node without an agent (direct mode). */
+  directNode: string;
   ipam(node: SimNode): Record<string, unknown>;
   startAgent(node: SimNode): Promise<void>;
   /**
@@ -112,16 +116,32 @@ async function restartApiServer(b: Backends): Promise<void> {
   b.server = await startKubeTestServer({ port, historyEvents: 100_000 });
 }
 
-/** The IPAM keys that select the cluster's store, with the node's agent socket. */
+/** The node-level keys of the cluster's store (the kubeconfig: only a node's flat file sets it). */
+function storeNodeKeys(b: Backends): Record<string, unknown> {
+  return b.kind === "kubernetes" || b.kind === "kube-apiserver" ? { kubernetes: { kubeconfig: b.kubeconfigPath } } : {};
+}
+
+/** Writes a node's flat file (0644, this user's) into `dir`. */
+function writeNodeFile(dir: string, keys: Record<string, unknown>): void {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "whereabouts.conf"), JSON.stringify(keys), { mode: 0o644 });
+}
+
+/**
+ * The IPAM keys that select the cluster's store, and the node's flat file: a simulated runtime
+ * (runCni) reads `configuration_path` to set its node's IPAMKIT_CONFIGURATION_PATH, and the
+ * plugin, finding it equal to the node's own, says nothing about it. The node's flat file names
+ * its agent's socket (agent_required): the agent keys are node-level.
+ */
 function ipamKeys(b: Backends, node: SimNode, nodeBlockSize: number | undefined): Record<string, unknown> {
   const store =
     b.kind === "etcd"
       ? { datastore: "etcd", etcd_host: b.etcd?.endpoint }
       : b.kind === "kubernetes" || b.kind === "kube-apiserver"
-        ? { datastore: "kubernetes", kubernetes: { kubeconfig: b.kubeconfigPath } }
+        ? { datastore: "kubernetes" }
         : { datastore: "file", data_dir: join(b.dir, "store") };
   const blocks = nodeBlockSize === undefined ? {} : { node_block_size: nodeBlockSize };
-  return { ...store, ...blocks, configuration_path: b.dir, agent_socket: node.socket, agent_required: true };
+  return { ...store, ...blocks, configuration_path: node.configurationPath };
 }
 
 async function closeCluster(b: Backends, nodes: SimNode[]): Promise<void> {
@@ -151,6 +171,7 @@ function clusterOf(b: Backends, agents: AgentHosts, spawner: Spawner, options: C
     nodes: agents.nodes,
     spawner,
     ipam: (node) => ipamKeys(b, node, options.nodeBlockSize),
+    directNode: join(b.dir, "nodes", "direct"),
     startAgent: (node) => startAgent(agents, node),
     startAgents: (processes) => startAgents(agents, processes),
     killAgent: (node) => killAgent(agents, node),
@@ -169,8 +190,13 @@ export async function startCluster(kind: StoreKind, nodeCount: number, options: 
   const nodes: SimNode[] = Array.from({ length: nodeCount }, (_, i) => ({
     name: `node-${i}`,
     socket: join(dir, "run", `node-${i}.sock`),
+    configurationPath: join(dir, "nodes", `node-${i}`),
     agent: undefined,
   }));
+  for (const node of nodes)
+    writeNodeFile(node.configurationPath, { ...storeNodeKeys(backends), agent_socket: node.socket, agent_required: true });
+  // a node without an agent (direct mode): the SIGKILL campaign's
+  writeNodeFile(join(dir, "nodes", "direct"), storeNodeKeys(backends));
   const spawner = options.spawner ?? nodeSpawner;
   const perProcess = options.agentsPerProcess ?? DEFAULT_AGENTS_PER_PROCESS;
   if (!Number.isInteger(perProcess) || perProcess < 1) throw new Error(`agentsPerProcess: a positive integer, not ${perProcess}`);

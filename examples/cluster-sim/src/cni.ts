@@ -29,6 +29,8 @@ export interface CniOutcome {
 /** One CNI call: one process, as a runtime (via Multus) makes it, started by `spawner`. */
 export async function runCni(call: CniCall, spawner: Spawner = nodeSpawner): Promise<CniOutcome> {
   const started = performance.now();
+  // the simulated runtime of the call's node names its flat file (the config's configuration_path)
+  const node = (JSON.parse(call.conf) as { ipam?: { configuration_path?: unknown } }).ipam?.configuration_path;
   const { code, stdout, cpu, faults } = await spawner.run({
     path: call.plugin ?? PLUGIN,
     env: {
@@ -39,6 +41,7 @@ export async function runCni(call: CniCall, spawner: Spawner = nodeSpawner): Pro
       CNI_NETNS: `/var/run/netns/${call.containerId}`,
       CNI_PATH: "/opt/cni/bin",
       CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${call.pod.namespace};K8S_POD_NAME=${call.pod.name};K8S_POD_UID=${call.pod.uid}`,
+      ...(typeof node === "string" ? { IPAMKIT_CONFIGURATION_PATH: node } : {}),
     },
     stdin: call.conf,
   });

@@ -68,11 +68,11 @@ interface Campaign {
 
 /** The campaign's network: two overlapping ranges, the cluster's store keys, direct mode (no agent). */
 function campaignConf(cluster: Cluster): string {
-  const {
-    agent_socket: _socket,
-    agent_required: _required,
-    ...storeKeys
-  } = cluster.ipam(cluster.nodes[0] ?? { name: "n", socket: "", agent: undefined });
+  // a node without an agent: its flat file names none
+  const storeKeys = {
+    ...cluster.ipam(cluster.nodes[0] ?? { name: "n", socket: "", configurationPath: "", agent: undefined }),
+    configuration_path: cluster.directNode,
+  };
   return JSON.stringify({
     cniVersion: "1.1.0",
     name: "kill-net",

@@ -36,8 +36,11 @@ export class KillWindow {
   }
 }
 
-function env(command: string, a: Attachment): Record<string, string> {
+function env(command: string, a: Attachment, conf: string): Record<string, string> {
+  // the node's flat file, as its runtime would name it (the config's configuration_path)
+  const node = (JSON.parse(conf) as { ipam?: { configuration_path?: unknown } }).ipam?.configuration_path;
   return {
+    ...(typeof node === "string" ? { IPAMKIT_CONFIGURATION_PATH: node } : {}),
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     CNI_COMMAND: command,
     CNI_CONTAINERID: `kc-${a.id}`,
@@ -52,7 +55,7 @@ function env(command: string, a: Attachment): Record<string, string> {
 export function run(command: string, a: Attachment, conf: string, killAfterMs: number | undefined) {
   return new Promise<{ killed: boolean; code: number | null; out: string; ms: number }>((resolve) => {
     const started = performance.now();
-    const child = spawn(PLUGIN, [], { env: env(command, a), stdio: ["pipe", "pipe", "ignore"] });
+    const child = spawn(PLUGIN, [], { env: env(command, a, conf), stdio: ["pipe", "pipe", "ignore"] });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
     const timer = killAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), killAfterMs);

@@ -6,11 +6,12 @@
  * Run: pnpm --filter @ipamkit/example-cni-plugin bench:agent   (after pnpm build)
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { startEtcd } from "@ipamkit/etcd-launcher";
 import { startKubeTestServer } from "@ipamkit/kube-test-server";
 import { startAgentProcess } from "../test/agent-process.js";
+import { nodeFlatFile } from "../test/node-files.js";
 
 const PLUGIN = join(import.meta.dirname, "..", "dist", "ipamkit");
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
@@ -53,34 +54,38 @@ function run(vars: Record<string, string>, input: string): Promise<number> {
 }
 
 const dir = mkdtempSync(join(base, "ipamkit-agent-bench-"));
-writeFileSync(join(dir, "whereabouts.conf"), "{}");
 const etcd = await startEtcd();
 const kube = await startKubeTestServer({ port: 0 });
 const kubeconfig = join(dir, "kubeconfig");
 kube.writeKubeconfig(kubeconfig, { namespace: "bench" });
-const agent = await startAgentProcess(join(dir, "run", "agent.sock"));
+/**
+ * A node: its flat file holds the node-level keys (the kubeconfig; with an agent, its socket and
+ * agent_required), and its environment names that file (for the binary and the agent it serves).
+ */
+const nodeOf = (name: string, agentSocket?: string) => {
+  const nodeDir = join(dir, `node-${name}`);
+  mkdirSync(nodeDir);
+  return nodeFlatFile(nodeDir, {
+    kubernetes: { kubeconfig },
+    ...(agentSocket === undefined ? {} : { agent_socket: agentSocket, agent_required: true }),
+  });
+};
+const directNode = nodeOf("direct");
+const agentNode = nodeOf("agent", join(dir, "run", "agent.sock"));
+const agent = await startAgentProcess(join(dir, "run", "agent.sock"), { env: agentNode });
 
 const stores: { name: string; ipam: Record<string, unknown>; conflicts?: () => number }[] = [
-  { name: "file", ipam: { data_dir: join(dir, "store") } },
+  { name: "file", ipam: { datastore: "file", data_dir: join(dir, "store") } },
   { name: "etcd", ipam: { datastore: "etcd", etcd_host: etcd.endpoint } },
   {
     name: "kubernetes (test API server)",
-    ipam: { datastore: "kubernetes", kubernetes: { kubeconfig } },
+    ipam: { datastore: "kubernetes" },
     conflicts: () => kube.stats().byStatus[409] ?? 0,
   },
 ];
-const conf = (storeIpam: Record<string, unknown>, viaAgent: boolean, range: string) =>
-  JSON.stringify({
-    cniVersion: "1.1.0",
-    name: "bench",
-    ipam: {
-      type: "ipamkit",
-      range,
-      configuration_path: dir,
-      ...storeIpam,
-      ...(viaAgent ? { agent_socket: agent.socketPath, agent_required: true } : {}),
-    },
-  });
+// the mode is the node's (its flat file names the agent or not), the store the network config's
+const conf = (storeIpam: Record<string, unknown>, range: string) =>
+  JSON.stringify({ cniVersion: "1.1.0", name: "bench", ipam: { type: "ipamkit", range, ...storeIpam } });
 
 const latency: string[] = ["| store | mode | ADD ms | × `node -e 0` | DEL ms | × `node -e 0` |", "|---|---|---:|---:|---:|---:|"];
 const burst: string[] = [
@@ -91,14 +96,15 @@ try {
   let subnet = 0;
   for (const store of stores) {
     for (const viaAgent of [false, true]) {
-      const c = conf(store.ipam, viaAgent, `10.${++subnet}.0.0/16`);
+      const c = conf(store.ipam, `10.${++subnet}.0.0/16`);
+      const on = viaAgent ? agentNode : directNode;
       const node: number[] = [];
       const add: number[] = [];
       const del: number[] = [];
       for (let i = 0; i < RUNS + 2; i++) {
         const n = await time(process.execPath, ["-e", "0"], {}, "");
-        const a = await time(PLUGIN, [], env("ADD", `s${i}`), c);
-        const d = await time(PLUGIN, [], env("DEL", `s${i}`), c);
+        const a = await time(PLUGIN, [], { ...env("ADD", `s${i}`), ...on }, c);
+        const d = await time(PLUGIN, [], { ...env("DEL", `s${i}`), ...on }, c);
         if (i < 2) continue; // warm-up (the agent opens the store's client on its first call)
         node.push(n);
         add.push(a);
@@ -110,11 +116,13 @@ try {
 
       if (store.name === "file") continue;
       // a fresh agent per burst: the conflicts it met are in its "stopped" log line
-      const burstAgent = viaAgent ? await startAgentProcess(join(dir, "run", `burst-${subnet}.sock`)) : undefined;
-      const b = conf(store.ipam, viaAgent, `10.${++subnet}.0.0/16`).replace(agent.socketPath, burstAgent?.socketPath ?? "");
+      const burstSocket = join(dir, "run", `burst-${subnet}.sock`);
+      const burstNode = viaAgent ? nodeOf(`burst-${subnet}`, burstSocket) : directNode;
+      const burstAgent = viaAgent ? await startAgentProcess(burstSocket, { env: burstNode }) : undefined;
+      const b = conf(store.ipam, `10.${++subnet}.0.0/16`);
       const before = store.conflicts?.() ?? 0;
       const t = performance.now();
-      const codes = await Promise.all(Array.from({ length: 50 }, (_, i) => run(env("ADD", `b${i}`), b)));
+      const codes = await Promise.all(Array.from({ length: 50 }, (_, i) => run({ ...env("ADD", `b${i}`), ...burstNode }, b)));
       const failed = codes.filter((code) => code !== 0);
       const s = (performance.now() - t) / 1000;
       await burstAgent?.stop();

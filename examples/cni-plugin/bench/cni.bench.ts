@@ -13,6 +13,7 @@ import { rawEnvelope, writeRawResult } from "@ipamkit/bench-figures";
 import { attachmentKey, Pool, parseCidr } from "@ipamkit/core";
 import { createFileStore } from "@ipamkit/storage-file";
 import { startAgentProcess } from "../test/agent-process.js";
+import { nodeFlatFile } from "../test/node-files.js";
 
 const PLUGIN = join(import.meta.dirname, "..", "dist", "ipamkit");
 const HOST_LOCAL = "/usr/lib/cni/host-local";
@@ -28,16 +29,18 @@ function time(cmd: string, args: string[], env: Record<string, string>, input: s
   return ms;
 }
 
-const env = (command: string, id: string) => ({
+const env = (command: string, id: string, node: Record<string, string> = {}) => ({
   CNI_COMMAND: command,
   CNI_CONTAINERID: id,
   CNI_IFNAME: "eth0",
   CNI_NETNS: "/x",
   CNI_PATH: "/usr/lib/cni",
+  ...node,
 });
 
-async function ipamkitConf(dir: string, existing: number, agentSocket?: string): Promise<string> {
-  writeFileSync(join(dir, "whereabouts.conf"), "{}");
+/** The network config of a node whose flat file is in `dir` (with the agent's socket when given: a node-level key); `node` names that file for the binary. */
+async function ipamkitConf(dir: string, existing: number, agentSocket?: string): Promise<{ conf: string; node: Record<string, string> }> {
+  const node = nodeFlatFile(dir, agentSocket === undefined ? {} : { agent_socket: agentSocket, agent_required: true });
   const store = createFileStore({ dir: join(dir, "store") });
   const cidr = parseCidr("10.0.0.0/16");
   const reservations = Array.from({ length: existing }, (_, i) => ({
@@ -47,19 +50,13 @@ async function ipamkitConf(dir: string, existing: number, agentSocket?: string):
   }));
   if (existing > 0) await store.writePool({ network: "", cidr: cidr.text }, Pool.fromReservations(cidr, reservations), undefined);
   await store.close();
-  return JSON.stringify({
+  const conf = JSON.stringify({
     cniVersion: "1.0.0",
     name: "bench",
     type: "macvlan",
-    ipam: {
-      type: "ipamkit",
-      range: "10.0.0.0/16",
-      data_dir: join(dir, "store"),
-      configuration_path: dir,
-      enable_overlapping_ranges: false,
-      ...(agentSocket === undefined ? {} : { agent_socket: agentSocket, agent_required: true }),
-    },
+    ipam: { type: "ipamkit", range: "10.0.0.0/16", data_dir: join(dir, "store"), enable_overlapping_ranges: false },
   });
+  return { conf, node };
 }
 
 function hostLocalConf(dir: string, existing: number): string {
@@ -84,12 +81,13 @@ const raw: {
   byAllocations: { allocations: number; hostLocalMs: number; directMs: number; agentMs: number }[];
 } = { single: {}, byAllocations: [] };
 // the node-local agent, for the "through the agent" rows (the same binary, agent_socket set)
-const agent = await startAgentProcess(join(mkdtempSync(join(base, "ipamkit-cni-bench-agent-")), "agent.sock"));
+const agentDir = mkdtempSync(join(base, "ipamkit-cni-bench-agent-"));
+const agent = await startAgentProcess(join(agentDir, "agent.sock"), { env: nodeFlatFile(agentDir, {}) });
 // 1. ADD and DEL against node -e 0
 {
   const dir = mkdtempSync(join(base, "ipamkit-cni-bench-"));
-  const conf = await ipamkitConf(dir, 10);
-  const viaAgent = await ipamkitConf(mkdtempSync(join(base, "ipamkit-cni-bench-a-")), 10, agent.socketPath);
+  const { conf, node: direct } = await ipamkitConf(dir, 10);
+  const { conf: viaAgent, node: withAgent } = await ipamkitConf(mkdtempSync(join(base, "ipamkit-cni-bench-a-")), 10, agent.socketPath);
   const node: number[] = [];
   const add: number[] = [];
   const del: number[] = [];
@@ -97,10 +95,10 @@ const agent = await startAgentProcess(join(mkdtempSync(join(base, "ipamkit-cni-b
   const delAgent: number[] = [];
   for (let i = 0; i < RUNS + 3; i++) {
     const n = time(process.execPath, ["-e", "0"], {}, "");
-    const a = time(PLUGIN, [], env("ADD", `c${i}`), conf);
-    const d = time(PLUGIN, [], env("DEL", `c${i}`), conf);
-    const aa = time(PLUGIN, [], env("ADD", `c${i}`), viaAgent);
-    const da = time(PLUGIN, [], env("DEL", `c${i}`), viaAgent);
+    const a = time(PLUGIN, [], env("ADD", `c${i}`, direct), conf);
+    const d = time(PLUGIN, [], env("DEL", `c${i}`, direct), conf);
+    const aa = time(PLUGIN, [], env("ADD", `c${i}`, withAgent), viaAgent);
+    const da = time(PLUGIN, [], env("DEL", `c${i}`, withAgent), viaAgent);
     if (i < 3) continue; // warm-up
     node.push(n);
     add.push(a);
@@ -130,16 +128,16 @@ for (const existing of [10, 1000, 5000]) {
   const hlDir = mkdtempSync(join(base, "ipamkit-cni-bench-hl-"));
   const ikDir = mkdtempSync(join(base, "ipamkit-cni-bench-ik-"));
   const hl = hostLocalConf(hlDir, existing);
-  const ik = await ipamkitConf(ikDir, existing);
+  const { conf: ik, node: ikNode } = await ipamkitConf(ikDir, existing);
   const agDir = mkdtempSync(join(base, "ipamkit-cni-bench-ag-"));
-  const ag = await ipamkitConf(agDir, existing, agent.socketPath);
+  const { conf: ag, node: agNode } = await ipamkitConf(agDir, existing, agent.socketPath);
   const hlTimes: number[] = [];
   const ikTimes: number[] = [];
   const agTimes: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     hlTimes.push(time(HOST_LOCAL, [], env("ADD", `h${i}`), hl) + time(HOST_LOCAL, [], env("DEL", `h${i}`), hl));
-    ikTimes.push(time(PLUGIN, [], env("ADD", `k${i}`), ik) + time(PLUGIN, [], env("DEL", `k${i}`), ik));
-    agTimes.push(time(PLUGIN, [], env("ADD", `k${i}`), ag) + time(PLUGIN, [], env("DEL", `k${i}`), ag));
+    ikTimes.push(time(PLUGIN, [], env("ADD", `k${i}`, ikNode), ik) + time(PLUGIN, [], env("DEL", `k${i}`, ikNode), ik));
+    agTimes.push(time(PLUGIN, [], env("ADD", `k${i}`, agNode), ag) + time(PLUGIN, [], env("DEL", `k${i}`, agNode), ag));
   }
   for (const d of [hlDir, ikDir, agDir]) rmSync(d, { recursive: true, force: true });
   const [h, k, a] = [median(hlTimes), median(ikTimes), median(agTimes)];

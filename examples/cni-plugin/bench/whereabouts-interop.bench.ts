@@ -8,9 +8,12 @@
  * Run: pnpm --filter @ipamkit/example-cni-plugin bench:whereabouts   (after pnpm build, both build.sh)
  * With BENCH_JSON=1 it also writes bench/results/whereabouts-interop.json (or BENCH_JSON=path).
  */
-import { loadavg } from "node:os";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
 import { rawEnvelope, writeRawResult } from "@ipamkit/bench-figures";
 import { startAgentProcess } from "../test/agent-process.js";
+import { nodeFlatFile } from "../test/node-files.js";
 import {
   attachment,
   type Binary,
@@ -36,6 +39,8 @@ interface Mode {
   name: string;
   binary: Binary;
   extra: Record<string, unknown>;
+  /** The node's environment, when not the interop flat file's (the agent rows). */
+  node?: Record<string, string>;
 }
 
 interface Tally {
@@ -66,7 +71,7 @@ async function sequential(interop: Interop, modes: Mode[], tallies: Tally[]): Pr
     const results: CallResult[][] = modes.map(() => []);
     for (let i = -2; i < CALLS; i++) {
       for (const [k, mode] of modes.entries()) {
-        const r = await cni(interop, mode.binary, command, attachment(`seq-${k}-${i}`), confs[k] ?? {});
+        const r = await cni(interop, mode.binary, command, attachment(`seq-${k}-${i}`), confs[k] ?? {}, mode.node);
         if (i < 0) continue; // warm-up: the agent opens its client on its first call
         results[k]?.push(r);
         (command === "ADD" ? tallies[k]?.add : tallies[k]?.del)?.push(r.ms);
@@ -89,7 +94,9 @@ async function burst(interop: Interop, mode: Mode, round: number, tally: Tally):
     const started = performance.now();
     const results: CallResult[] = [];
     for (let i = 0; i < CALLS; i += BATCH)
-      results.push(...(await Promise.all(attachments.slice(i, i + BATCH).map((a) => cni(interop, mode.binary, command, a, conf)))));
+      results.push(
+        ...(await Promise.all(attachments.slice(i, i + BATCH).map((a) => cni(interop, mode.binary, command, a, conf, mode.node)))),
+      );
     (command === "ADD" ? tally.burstAdd : tally.burstDel).push((performance.now() - started) / 1000);
     tally.failed.push(...failures(results));
     if (command === "ADD") tally.duplicates.push(...duplicateAddresses(results));
@@ -98,19 +105,23 @@ async function burst(interop: Interop, mode: Mode, round: number, tally: Tally):
 }
 
 const interop = await startInterop();
-const agent = await startAgentProcess();
+// the agent's socket is a node-level key: the agent rows run on a node whose flat file (the interop
+// one plus agent_socket, agent_required) names it; the agent reads the same file
+const agentSocket = join(mkdtempSync(join(tmpdir(), "ipamkit-agentp-")), "agent.sock");
+const agentNode = nodeFlatFile(join(agentSocket, ".."), {
+  ...(JSON.parse(readFileSync(interop.flatFile, "utf8")) as Record<string, unknown>),
+  agent_socket: agentSocket,
+  agent_required: true,
+});
+const agent = await startAgentProcess(agentSocket, { env: agentNode });
 const modes: Mode[] = [
   { id: "whereabouts", name: `Whereabouts ${interop.whereabouts.version}`, binary: "whereabouts", extra: {} },
-  { id: "direct", name: "ipamkit, direct", binary: "ipamkit", extra: {} },
-  { id: "agent", name: "ipamkit, agent", binary: "ipamkit", extra: { agent_socket: agent.socketPath, agent_required: true } },
+  // the Lease off (the default takes it while Whereabouts runs, as here): the baseline of the rows below
+  { id: "direct", name: "ipamkit, direct", binary: "ipamkit", extra: { whereabouts_lease: false } },
+  { id: "agent", name: "ipamkit, agent", binary: "ipamkit", extra: { whereabouts_lease: false }, node: agentNode },
   // holding Whereabouts' Lease around each ADD's writes (coexistence mode)
   { id: "direct-lease", name: "ipamkit, direct, whereabouts_lease", binary: "ipamkit", extra: { whereabouts_lease: true } },
-  {
-    id: "agent-lease",
-    name: "ipamkit, agent, whereabouts_lease",
-    binary: "ipamkit",
-    extra: { agent_socket: agent.socketPath, agent_required: true, whereabouts_lease: true },
-  },
+  { id: "agent-lease", name: "ipamkit, agent, whereabouts_lease", binary: "ipamkit", extra: { whereabouts_lease: true }, node: agentNode },
 ];
 const tallies: Tally[] = modes.map(() => ({ add: [], del: [], burstAdd: [], burstDel: [], failed: [], duplicates: [], left: [] }));
 const started = new Date();

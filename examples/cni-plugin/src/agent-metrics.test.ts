@@ -1,9 +1,10 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AGENT, type AgentProcess, startAgentProcess } from "../test/agent-process.js";
+import { onNode, useNode } from "../test/node-files.js";
 import { cniEnv, runPlugin } from "../test/run-plugin.js";
 
 // Scrapes a real agent process (dist/ipamkit-agent) after real calls through the binary.
@@ -12,7 +13,7 @@ let dir: string;
 let agent: AgentProcess | undefined;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "ipamkit-agent-metrics-"));
-  writeFileSync(join(dir, "whereabouts.conf"), "{}");
+  useNode(dir);
 });
 afterEach(async () => {
   await agent?.stop();
@@ -34,7 +35,13 @@ const netconf = {
     agent_required: true,
   },
 };
-const conf = () => JSON.parse(JSON.stringify(netconf).replaceAll("DIR", dir).replaceAll("SOCK", socketPath())) as object;
+const conf = () => {
+  const parsed = JSON.parse(JSON.stringify(netconf).replaceAll("DIR", dir).replaceAll("SOCK", socketPath())) as {
+    ipam: Record<string, unknown>;
+  };
+  // the agent's keys are the node's: its flat file (issue 47)
+  return { ...parsed, ipam: onNode(parsed.ipam) };
+};
 
 /** The URL the agent logged for its metrics server. */
 async function metricsUrl(process: AgentProcess): Promise<string> {

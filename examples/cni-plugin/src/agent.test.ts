@@ -1,16 +1,17 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createFileStore } from "@ipamkit/storage-file";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AGENT, type AgentProcess, startAgentProcess } from "../test/agent-process.js";
+import { onNode, useNode } from "../test/node-files.js";
 import { cniEnv, PLUGIN, runPlugin } from "../test/run-plugin.js";
 
 let dir: string;
 let agent: AgentProcess | undefined;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "ipamkit-agent-bin-"));
-  writeFileSync(join(dir, "whereabouts.conf"), "{}");
+  useNode(dir);
 });
 afterEach(async () => {
   await agent?.stop();
@@ -22,14 +23,8 @@ const socketPath = () => join(dir, "run", "agent.sock");
 const netconf = (ipam: Record<string, unknown> = {}) => ({
   cniVersion: "1.1.0",
   name: "agent-net",
-  ipam: {
-    type: "ipamkit",
-    range: "10.60.0.0/22",
-    data_dir: join(dir, "store"),
-    configuration_path: dir,
-    agent_socket: socketPath(),
-    ...ipam,
-  },
+  // node-level keys (the socket, agent_required, the kubeconfig) land in the node's flat file
+  ipam: onNode({ type: "ipamkit", range: "10.60.0.0/22", data_dir: join(dir, "store"), agent_socket: socketPath(), ...ipam }),
 });
 const held = async () => {
   const store = createFileStore({ dir: join(dir, "store") });

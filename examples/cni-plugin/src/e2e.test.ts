@@ -1,8 +1,9 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nodeEnv, nodeFlatFile, useNode } from "../test/node-files.js";
 import { PLUGIN, runPlugin } from "../test/run-plugin.js";
 
 // End to end with Debian's containernetworking-plugins: bridge and macvlan delegate IPAM to the
@@ -33,6 +34,8 @@ function runMain(plugin: string, command: string, conf: object, containerId: str
       CNI_IFNAME: "eth0",
       CNI_PATH: `${binDir}:${CNI_DIR}`,
       CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=e2e;K8S_POD_NAME=pod-0",
+      // the node's flat file (the runtime's environment reaches the IPAM plugin through the main one)
+      ...nodeEnv(),
     },
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
@@ -42,7 +45,6 @@ const ipamConf = (range: string, extra: object = {}) => ({
   type: "ipamkit",
   range,
   data_dir: join(dir, "store"),
-  configuration_path: dir,
   ...extra,
 });
 
@@ -60,7 +62,8 @@ describe.skipIf(!canRun)("end to end: bridge and macvlan delegate IPAM to ipamki
     binDir = join(dir, "bin");
     mkdirSync(binDir);
     symlinkSync(PLUGIN, join(binDir, "ipamkit"));
-    writeFileSync(join(dir, "whereabouts.conf"), "{}");
+    nodeFlatFile(dir, {});
+    useNode(dir);
     ip("netns", "add", HOST);
     ip("netns", "add", POD);
     inNs(HOST, "ip", "link", "set", "lo", "up");

@@ -1,6 +1,10 @@
 import { startEtcd } from "@ipamkit/etcd-launcher";
 import { expect, it } from "vitest";
+import { onNode, useNode } from "../test/node-files.js";
 import { cniEnv, runPlugin } from "../test/run-plugin.js";
+
+// a node without a flat file (none at the defaults is read either)
+useNode("/nonexistent-ipamkit");
 
 it("the binary on the etcd store: ADD, repeated ADD, DEL against a real etcd (etcd3 resolvable beside it)", async () => {
   const etcd = await startEtcd();
@@ -13,7 +17,6 @@ it("the binary on the etcd store: ADD, repeated ADD, DEL against a real etcd (et
         type: "whereabouts",
         range: "10.70.0.0/24",
         etcd_host: etcd.endpoint.replace("http://", ""),
-        configuration_path: "/nonexistent-ipamkit",
       },
     };
     const add = await runPlugin(cniEnv("ADD", "e1"), conf);
@@ -32,7 +35,7 @@ it("a store failure is reported, never swallowed: DEL answers 11, STATUS answers
     cniVersion,
     name: "etcd-down",
     type: "macvlan",
-    ipam: { type: "ipamkit", range: "10.71.0.0/24", etcd_host: "127.0.0.1:9", configuration_path: "/nonexistent-ipamkit" },
+    ipam: { type: "ipamkit", range: "10.71.0.0/24", etcd_host: "127.0.0.1:9" },
   });
   const del = await runPlugin(cniEnv("DEL", "d1"), conf("1.0.0"));
   expect(del.code).toBe(1);
@@ -51,19 +54,13 @@ it("through the agent on etcd, an agent SIGKILLed and restarted (stale socket re
   const etcd = await startEtcd();
   // the helper's stop() removes an ipamkit-agentp- socket dir
   const socketPath = join(mkdtempSync(join(tmpdir(), "ipamkit-agentp-")), "agent.sock");
+  useNode(join(socketPath, ".."));
   let agent = await startAgentProcess(socketPath);
   try {
     const conf = {
       cniVersion: "1.1.0",
       name: "etcd-agent-net",
-      ipam: {
-        type: "ipamkit",
-        range: "10.75.0.0/24",
-        etcd_host: etcd.endpoint,
-        configuration_path: "/nonexistent-ipamkit",
-        agent_socket: socketPath,
-        agent_required: true,
-      },
+      ipam: onNode({ type: "ipamkit", range: "10.75.0.0/24", etcd_host: etcd.endpoint, agent_socket: socketPath, agent_required: true }),
     };
     expect((await runPlugin(cniEnv("ADD", "a1"), conf)).json).toEqual({ cniVersion: "1.1.0", ips: [{ address: "10.75.0.1/24" }] });
     await agent.kill();

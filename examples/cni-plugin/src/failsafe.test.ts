@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,6 +7,7 @@ import { type EtcdInstance, startEtcd } from "@ipamkit/etcd-launcher";
 import { createFileStore } from "@ipamkit/storage-file";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type AgentProcess, startAgentProcess } from "../test/agent-process.js";
+import { onNode, useNode } from "../test/node-files.js";
 import { cniEnv, runPlugin } from "../test/run-plugin.js";
 
 // Issue 35, "fail safe agent": a hung agent (SIGSTOP) must not keep the runtime past its budget,
@@ -25,7 +26,7 @@ const signal = (pid: number | undefined, name: "SIGSTOP" | "SIGCONT") => {
 };
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "ipamkit-failsafe-"));
-  writeFileSync(join(dir, "whereabouts.conf"), "{}");
+  useNode(dir);
 });
 afterEach(async () => {
   for (const pid of stopped) process.kill(pid, "SIGCONT");
@@ -41,15 +42,14 @@ const socketPath = () => join(dir, "run", "agent.sock");
 const netconf = (ipam: Record<string, unknown> = {}) => ({
   cniVersion: "1.0.0",
   name: "failsafe-net",
-  ipam: {
+  ipam: onNode({
     type: "ipamkit",
     range: "10.63.0.0/24",
     data_dir: join(dir, "store"),
-    configuration_path: dir,
     agent_socket: socketPath(),
     agent_timeout: 2,
     ...ipam,
-  },
+  }),
 });
 const held = async () => {
   const store = createFileStore({ dir: join(dir, "store") });

@@ -1,14 +1,14 @@
 // The exchange with the node-local agent, for src/forwarder.c (included after its buffer helpers):
 // one request per connection, bounded by the call's deadline (connect included), and only with a
 // peer that is root or `agent_uid` (SO_PEERCRED). Protocol: packages/agent/src/protocol.ts.
+// Once the peer is accepted the agent may have received the request: whatever goes wrong after that
+// is code 11 (MAY_HAVE_RECEIVED), never a second run of the call in direct mode.
 #ifndef IPAMKIT_FORWARDER_AGENT_H
 #define IPAMKIT_FORWARDER_AGENT_H
+#include "forwarder-answer.h"
 
-static double now_ms(clockid_t clock) {
-  struct timespec t;
-  clock_gettime(clock, &t);
-  return (double)t.tv_sec * 1000.0 + (double)t.tv_nsec / 1e6;
-}
+// The pause between two connects to a listener whose backlog is full: 1 ms, doubling, at most this.
+#define CONNECT_PAUSE_MAX_MS 50.0
 
 // {"v":1,"frame":"raw","socket":…,"deadline":<epoch ms>,"env":{CNI_*…},"stdin":…}
 static int build_request(struct buf *req, const char *socket_path, double deadline, const struct buf *in) {
@@ -29,7 +29,10 @@ static int build_request(struct buf *req, const char *socket_path, double deadli
   return append_str(req, "},\"stdin\":") || append_json_string(req, in->data, in->len) || append_str(req, "}\n");
 }
 
-enum outcome { ANSWERED, UNREACHABLE, FAILED, TIMED_OUT, REFUSED };
+// UNREACHABLE: no connection; FAILED: nothing sent (the request could not be built); TIMED_OUT: the
+// deadline passed; REFUSED: the peer is not trusted (nothing sent); MAY_HAVE_RECEIVED: connected, then
+// no usable answer.
+enum outcome { ANSWERED, UNREACHABLE, FAILED, TIMED_OUT, REFUSED, MAY_HAVE_RECEIVED };
 
 // errno as Node names it (ENOENT, ECONNREFUSED, …), as @ipamkit/agent's client reports it.
 static const char *errno_name(int e) {
@@ -64,11 +67,23 @@ static enum outcome ask_agent(const struct route *route, const struct buf *req, 
   strcpy(addr.sun_path, route->socket);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return snprintf(why, size, "%s", errno_name(errno)), UNREACHABLE;
-  enum outcome result = FAILED;
-  // a listener whose backlog is full (a stopped agent) makes a non-blocking connect say EAGAIN: retry until the deadline
+  enum outcome result = MAY_HAVE_RECEIVED;
+  // a listener whose backlog is full (a stopped or busy agent) makes a non-blocking connect say
+  // EAGAIN, and poll() on a socket that is not connected returns at once: a pause between attempts,
+  // growing, bounded by the deadline (never a spin)
+  double pause = 1;
   while (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+    if (errno == EISCONN) break;
     if (errno == EINTR) continue;
-    if (errno == EAGAIN && wait_fd(fd, POLLOUT, until) == 0) continue;
+    double left = until - now_ms(CLOCK_MONOTONIC);
+    if (errno == EAGAIN && left > 0) {
+      double ms = pause < left ? pause : left;
+      struct timespec t = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
+      while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+      }
+      pause = pause * 2 < CONNECT_PAUSE_MAX_MS ? pause * 2 : CONNECT_PAUSE_MAX_MS;
+      continue;
+    }
     result = errno == EAGAIN ? TIMED_OUT : UNREACHABLE;
     snprintf(why, size, "%s", errno == EAGAIN ? IPAMKIT_T_TIMED_OUT : errno_name(errno));
     close(fd);
@@ -105,32 +120,21 @@ static enum outcome ask_agent(const struct route *route, const struct buf *req, 
 out:
   if (result != ANSWERED) {
     int timed_out = now_ms(CLOCK_MONOTONIC) >= until;
-    result = timed_out ? TIMED_OUT : FAILED;
+    result = timed_out ? TIMED_OUT : MAY_HAVE_RECEIVED;
     snprintf(why, size, "%s", timed_out ? IPAMKIT_T_TIMED_OUT : answer->len ? IPAMKIT_T_NOT_JSON : IPAMKIT_T_NO_ANSWER);
   }
   close(fd);
   return result;
 }
 
-// "raw <exit code> <stdout bytes> <stderr bytes>\n" then both texts; anything else is no answer: -1.
+// Writes the agent's answer (parse_answer) to stdout and stderr; its exit code, or -1 when it is
+// not an answer of this protocol (nothing written then).
 static int relay(const struct buf *answer) {
-  char *nl = memchr(answer->data, '\n', answer->len);
-  if (!nl || answer->len < 4 || memcmp(answer->data, "raw ", 4) != 0) return -1;
-  char header[96];
-  size_t hn = (size_t)(nl - answer->data);
-  if (hn >= sizeof header) return -1;
-  memcpy(header, answer->data, hn);
-  header[hn] = '\0';
-  int code;
-  size_t out_len, err_len;
-  char extra;
-  if (sscanf(header, "raw %d %zu %zu%c", &code, &out_len, &err_len, &extra) != 3 || code < 0 || code > 255) return -1;
-  const char *body = nl + 1;
-  size_t body_len = answer->len - hn - 1;
-  if (out_len > body_len || err_len != body_len - out_len) return -1;
-  if (write_all(1, body, out_len)) return 1;
-  if (err_len > 0) write_all(2, body + out_len, err_len);
-  return code;
+  struct answer a;
+  if (parse_answer(answer->data, answer->len, &a) != 0) return -1;
+  if (write_all(1, a.out, a.out_len)) return 1;
+  if (a.err_len > 0) write_all(2, a.err, a.err_len);
+  return a.code;
 }
 
 #endif

@@ -10,6 +10,8 @@ import { ABOUT_TEXT, CNI_CODES, DEFAULT_ERROR_VERSION, ERROR_MSG_BYTES } from "@
  */
 export const FORWARDER_ERRORS = {
   STDIN_UNREADABLE: { code: CNI_CODES.IO_FAILURE, format: "stdin cannot be read: %s" },
+  STDIN_TOO_LARGE: { code: CNI_CODES.INVALID_CONFIG, format: "the network config on stdin is larger than %d MiB" },
+  STDIN_TIMED_OUT: { code: CNI_CODES.IO_FAILURE, format: "stdin was not closed within %g s" },
   OUT_OF_MEMORY: { code: CNI_CODES.IO_FAILURE, format: "out of memory" },
   PLUGIN_PATH_UNKNOWN: {
     code: CNI_CODES.UNSUPPORTED_FIELD,
@@ -46,6 +48,10 @@ export const FORWARDER_ERRORS = {
     format: 'ipamkit agent at %s: %s; direct mode needs Node.js on the host and "node" is not in PATH',
   },
   AGENT_REFUSED: { code: CNI_CODES.TRY_AGAIN_LATER, format: "ipamkit agent at %s: %s" },
+  AGENT_ANSWER_UNUSABLE: {
+    code: CNI_CODES.TRY_AGAIN_LATER,
+    format: "ipamkit agent at %s: %s; the agent may have received the call, so it is not run again directly: the runtime retries",
+  },
 } as const satisfies Record<string, { code: number; format: string }>;
 
 /**

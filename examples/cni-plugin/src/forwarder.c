@@ -10,8 +10,13 @@
 //   after checking that the socket's peer (SO_PEERCRED) is root or `agent_uid`, and relays the
 //   answer byte for byte. No answer in time: code 11 (the agent refuses work past the deadline).
 //   Agent not running: code 11 with `agent_required` or without Node on the host, else direct mode.
+//   Connected but no usable answer: code 11 — the agent may have performed the call, so it is
+//   never run a second time in direct mode (an ADD could hand out two addresses).
 // - otherwise, direct mode: `node ipamkit-node` beside this file, same environment and stdin; no
-//   `node` in PATH is a CNI error, never 127.
+//   `node` in an absolute PATH entry is a CNI error, never 127.
+// It runs as root with a config anyone allowed to create a NetworkAttachmentDefinition wrote: stdin
+// is bounded in size and time before anything is built, SIGPIPE is ignored (a closed stdout is an
+// error, not a signal), and node-level settings come only from the node (forwarder-route.h).
 // Its own errors' codes and messages are generated from TypeScript (forwarder-codes.h, written by
 // build.mjs from src/forwarder-errors.ts and @ipamkit/cni's CNI_CODES).
 // Protocol: packages/agent/src/protocol.ts ("raw" frame).
@@ -20,6 +25,7 @@
 #include <stdarg.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +39,7 @@
 #include "forwarder-codes.h"
 #include "forwarder-route.h"
 
+#include "forwarder-generated.h"
 #if !defined(IPAMKIT_VERSIONS_JSON) || !defined(IPAMKIT_DEFAULT_VERSION)
 #error "build.mjs generates the IPAMKIT_* macros from packages/cni; build with `node build.mjs`"
 #endif
@@ -41,6 +48,11 @@ extern char **environ;
 
 // The agent refuses larger requests (MAX_REQUEST_BYTES); such a call goes to direct mode.
 #define MAX_REQUEST_BYTES (4 * 1024 * 1024)
+// stdin larger than this, or not closed within this time, is refused before anything is built. The
+// time is the longest agent_timeout (kubelet's budget for a call is of that order): a runtime on a
+// loaded node may take seconds to hand stdin over (200 calls at once on 2 busy cores took over 5 s).
+#define MAX_STDIN_BYTES (16 * 1024 * 1024)
+#define STDIN_DEADLINE_MS (IPAMKIT_AGENT_TIMEOUT_MAX * 1000.0)
 #define MAX_ANSWER_BYTES (64 * 1024 * 1024)
 // The search path when the runtime gives none.
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -104,20 +116,35 @@ static int append_json_string(struct buf *b, const char *s, size_t n) {
   return append(b, "\"", 1);
 }
 
-// All of fd 0 (waiting when a runtime hands over a non-blocking pipe).
-static int read_stdin(struct buf *b) {
+static double now_ms(clockid_t clock) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  return (double)t.tv_sec * 1000.0 + (double)t.tv_nsec / 1e6;
+}
+
+enum stdin_outcome { STDIN_READ, STDIN_FAILED, STDIN_TOO_LARGE, STDIN_TIMED_OUT };
+
+// All of fd 0, at most MAX_STDIN_BYTES, within STDIN_DEADLINE_MS (a pipe nobody closes, a blocking
+// or non-blocking one: every read waits in poll() first). STDIN_FAILED leaves errno set.
+static enum stdin_outcome read_stdin(struct buf *b) {
+  double until = now_ms(CLOCK_MONOTONIC) + STDIN_DEADLINE_MS;
   for (;;) {
-    if (reserve(b, READ_CHUNK)) return -1;
-    ssize_t n = read(0, b->data + b->len, b->cap - b->len);
+    double left = until - now_ms(CLOCK_MONOTONIC);
+    if (left <= 0) return STDIN_TIMED_OUT;
+    struct pollfd p = {.fd = 0, .events = POLLIN};
+    int ready = poll(&p, 1, (int)left + 1);
+    if (ready < 0 && errno != EINTR) return STDIN_FAILED;
+    if (ready <= 0) continue;
+    if (reserve(b, READ_CHUNK)) return STDIN_FAILED;
+    size_t room = b->cap - b->len, allowed = MAX_STDIN_BYTES + 1 - b->len;
+    ssize_t n = read(0, b->data + b->len, room < allowed ? room : allowed);
     if (n > 0) {
       b->len += (size_t)n;
+      if (b->len > MAX_STDIN_BYTES) return STDIN_TOO_LARGE;
     } else if (n == 0) {
-      return 0;
-    } else if (errno == EAGAIN) {
-      struct pollfd p = {.fd = 0, .events = POLLIN};
-      poll(&p, 1, -1);
-    } else if (errno != EINTR) {
-      return -1;
+      return STDIN_READ;
+    } else if (errno != EINTR && errno != EAGAIN) {
+      return STDIN_FAILED;
     }
   }
 }
@@ -197,7 +224,7 @@ static int answer_version(const char *command, struct buf *in) {
     return 0;
   }
   // VERSION ignores an unreadable stdin, like the reference skel
-  if (read_stdin(in)) in->len = 0;
+  if (read_stdin(in) != STDIN_READ) in->len = 0;
   char version[4096];
   config_version(in, version, sizeof version, IPAMKIT_DEFAULT_VERSION);
   struct buf out = {0};
@@ -210,7 +237,8 @@ static int answer_version(const char *command, struct buf *in) {
 // the agent exchange (uses the buffer helpers above)
 #include "forwarder-agent.h"
 
-// The first executable `node` in PATH, as `env` would find it; 0 when there is none.
+// The first executable `node` in an absolute PATH entry; 0 when there is none. An empty or relative
+// entry (which `env` reads as the working directory) is skipped: root never runs ./node.
 static int find_node(char *out, size_t size) {
   const char *path = getenv("PATH");
   if (!path || !*path) path = DEFAULT_PATH;
@@ -218,8 +246,11 @@ static int find_node(char *out, size_t size) {
     const char *colon = strchr(at, ':');
     size_t n = colon ? (size_t)(colon - at) : strlen(at);
     struct stat st;
-    snprintf(out, size, "%.*s/node", (int)(n ? n : 1), n ? at : ".");
-    if (access(out, X_OK) == 0 && stat(out, &st) == 0 && S_ISREG(st.st_mode)) return 1;
+    if (n > 0 && at[0] == '/' && n + sizeof "/node" <= size) {
+      memcpy(out, at, n);
+      memcpy(out + n, "/node", sizeof "/node");
+      if (access(out, X_OK) == 0 && stat(out, &st) == 0 && S_ISREG(st.st_mode)) return 1;
+    }
     at += n + (colon ? 1 : 0);
   }
   return 0;
@@ -253,6 +284,7 @@ static int run_direct(const struct buf *in, const char *note) {
   if (fd < 0 || done < in->len || lseek(fd, 0, SEEK_SET) != 0 || dup2(fd, 0) < 0) return cni_fail(in, IPAMKIT_E_STDIN_HANDOVER_FAILED);
   if (fd > 0) close(fd);
   if (note) write_all(2, note, strlen(note));
+  signal(SIGPIPE, SIG_DFL);  // as a runtime would start it
   char *argv[] = {node, path, NULL};
   execv(node, argv);
   return cni_fail(in, IPAMKIT_E_PLUGIN_EXEC_FAILED, path, node, strerror(errno));
@@ -264,6 +296,7 @@ static int agent_failed(const struct route *route, enum outcome outcome, const c
   const char *socket = route->socket;
   if (outcome == TIMED_OUT) return cni_fail(in, IPAMKIT_E_AGENT_TIMED_OUT, socket, why, route->timeout_seconds);
   if (outcome == REFUSED) return cni_fail(in, IPAMKIT_E_AGENT_REFUSED, socket, why);
+  if (outcome == MAY_HAVE_RECEIVED) return cni_fail(in, IPAMKIT_E_AGENT_ANSWER_UNUSABLE, socket, why);
   if (outcome == UNREACHABLE && route->required) return cni_fail(in, IPAMKIT_E_AGENT_NOT_RUNNING_REQUIRED, socket, why);
   if (outcome == FAILED && route->required) return cni_fail(in, IPAMKIT_E_AGENT_FAILED_REQUIRED, socket, why);
   if (!find_node(node, sizeof node))
@@ -278,10 +311,17 @@ int main(void) {
   const char *command = getenv("CNI_COMMAND");
   static char in_space[STATIC_BYTES], request_space[STATIC_BYTES], answer_space[STATIC_BYTES];
   struct buf in = STATIC_BUF(in_space);
+  // a runtime that closed stdout gets an error from write(), and this program's exit code
+  signal(SIGPIPE, SIG_IGN);
   if (!command || !*command || strcmp(command, "VERSION") == 0) return answer_version(command, &in);
-  if (read_stdin(&in)) return cni_fail(&in, IPAMKIT_E_STDIN_UNREADABLE, strerror(errno));
+  enum stdin_outcome read = read_stdin(&in);
+  if (read == STDIN_TOO_LARGE) return cni_fail(NULL, IPAMKIT_E_STDIN_TOO_LARGE, MAX_STDIN_BYTES >> 20);
+  if (read == STDIN_TIMED_OUT) return cni_fail(NULL, IPAMKIT_E_STDIN_TIMED_OUT, STDIN_DEADLINE_MS / 1000);
+  if (read != STDIN_READ) return cni_fail(&in, IPAMKIT_E_STDIN_UNREADABLE, strerror(errno));
   static struct route route;
-  decide_route(config_document(&in), in.data + in.len, &route);
+  static char flat_space[IPAMKIT_FLAT_FILE_MAX_BYTES + 1];
+  struct doc flat = read_flat_file(flat_space, sizeof flat_space);
+  decide_route(config_document(&in), in.data + in.len, &flat, &route);
   if (!route.agent) return run_direct(&in, NULL);
   double until = now_ms(CLOCK_MONOTONIC) + route.timeout_seconds * 1000.0;
   struct buf req = STATIC_BUF(request_space), answer = STATIC_BUF(answer_space);
@@ -292,5 +332,5 @@ int main(void) {
   if (outcome != ANSWERED) return agent_failed(&route, outcome, why, &in);
   int code = relay(&answer);
   if (code >= 0) return code;
-  return agent_failed(&route, FAILED, IPAMKIT_T_NOT_THIS_PROTOCOL, &in);
+  return agent_failed(&route, MAY_HAVE_RECEIVED, IPAMKIT_T_NOT_THIS_PROTOCOL, &in);
 }

@@ -1,23 +1,28 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { agentStats } from "@ipamkit/agent/client";
-import { agentSettings } from "@ipamkit/cni";
+import { agentSettings, hostConfigFs, NODE_CONFIGURATION_PATH_ENV } from "@ipamkit/cni";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type AgentProcess, startAgentProcess } from "../test/agent-process.js";
+import { nodeFlatFile } from "../test/node-files.js";
 import { cniEnv, PLUGIN_NODE, type PluginRun, runPlugin } from "../test/run-plugin.js";
 
 // dist/ipamkit (src/forwarder.c) decides, once, whether the agent answers a call — by the rules of
 // agentSettings() in @ipamkit/cni — and an answer through the agent is the one direct mode
 // (dist/ipamkit-node, which never routes) gives: a runtime must not be able to tell them apart.
+// The agent's socket and the other node-level keys come from the node's flat file (`node` below,
+// named by IPAMKIT_CONFIGURATION_PATH as the runtime's environment would), never from the config.
 
 let dir: string;
 let agent: AgentProcess | undefined;
+/** The node's environment: its flat file names the agent's socket. */
+let node: Record<string, string>;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "ipamkit-native-"));
-  writeFileSync(join(dir, "whereabouts.conf"), "{}");
+  node = nodeFlatFile(dir, { agent_socket: socketPath() });
 });
 afterEach(async () => {
   await agent?.stop();
@@ -30,34 +35,30 @@ const netconf = (ipam: Record<string, unknown> = {}, extra: Record<string, unkno
   cniVersion: "1.0.0",
   name: "native-net",
   ...extra,
-  ipam: {
-    type: "ipamkit",
-    range: "10.61.0.0/20",
-    data_dir: join(dir, "store"),
-    configuration_path: dir,
-    agent_socket: socketPath(),
-    ...ipam,
-  },
+  ipam: { type: "ipamkit", range: "10.61.0.0/20", data_dir: join(dir, "store"), ...ipam },
 });
+/** The CNI environment of a call on this node. */
+const env = (command: string, id: string, ifName = "net1", extra: Record<string, string> = {}) =>
+  cniEnv(command, id, ifName, { ...node, ...extra });
 const same = (a: PluginRun, b: PluginRun) =>
   expect({ code: a.code, stdout: a.stdout, stderr: a.stderr }).toEqual({ code: b.code, stdout: b.stdout, stderr: b.stderr });
 
 describe("the native forwarder with an agent", () => {
   beforeEach(async () => {
-    agent = await startAgentProcess(socketPath());
+    agent = await startAgentProcess(socketPath(), { env: node });
   });
 
   it("relays the agent's answers byte for byte — results, errors, exit codes — the same as direct mode's", async () => {
-    const add = await runPlugin(cniEnv("ADD", "n1"), netconf());
+    const add = await runPlugin(env("ADD", "n1"), netconf());
     expect(add).toMatchObject({ code: 0, stderr: "", json: { cniVersion: "1.0.0", ips: [{ address: "10.61.0.1/20" }] } });
-    same(add, await runPlugin(cniEnv("ADD", "n1"), netconf(), PLUGIN_NODE));
+    same(add, await runPlugin(env("ADD", "n1"), netconf(), PLUGIN_NODE));
     // an error whose message carries multi-byte characters (the frame counts bytes)
     const bad = netconf({ range: "10.61.0.0/33" }, { name: "nét-ü" });
-    const error = await runPlugin(cniEnv("ADD", "n2"), bad);
+    const error = await runPlugin(env("ADD", "n2"), bad);
     expect(error.code).toBe(1);
     expect(error.json).toMatchObject({ code: 7, msg: expect.stringContaining("nét-ü") });
-    same(error, await runPlugin(cniEnv("ADD", "n2"), bad, PLUGIN_NODE));
-    const del = await runPlugin(cniEnv("DEL", "n1"), netconf());
+    same(error, await runPlugin(env("ADD", "n2"), bad, PLUGIN_NODE));
+    const del = await runPlugin(env("DEL", "n1"), netconf());
     expect(del).toMatchObject({ code: 0, stdout: "", stderr: "" });
     // the 3 native calls answered by the agent in the raw frame; dist/ipamkit-node ran its 2 itself
     expect(await agentStats(socketPath())).toMatchObject({ requests: 3, raw: 3 });
@@ -75,9 +76,9 @@ describe("the native forwarder with an agent", () => {
         run++;
         // the name and interface land in error messages; the args are CNI_ARGS, parsed by the plugin
         const conf = JSON.stringify(netconf({}, { name }));
-        const env = cniEnv("ADD", `p${run}`, ifName === "" ? "net1" : ifName, { CNI_ARGS: `IgnoreUnknown=1;X=${args}` });
-        const [native, node] = await Promise.all([runPlugin(env, conf), runPlugin(env, conf, PLUGIN_NODE)]);
-        same(native, node);
+        const call = env("ADD", `p${run}`, ifName === "" ? "net1" : ifName, { CNI_ARGS: `IgnoreUnknown=1;X=${args}` });
+        const [native, direct] = await Promise.all([runPlugin(call, conf), runPlugin(call, conf, PLUGIN_NODE)]);
+        same(native, direct);
       }),
       { numRuns: 25 },
     );
@@ -87,40 +88,51 @@ describe("the native forwarder with an agent", () => {
       Buffer.from([0xff, 0xc3]),
       Buffer.from(`",${JSON.stringify({ ipam: netconf().ipam }).slice(1)}`),
     ]);
-    const [native, node] = await Promise.all([runPlugin(cniEnv("ADD", "u1"), bytes), runPlugin(cniEnv("ADD", "u1"), bytes, PLUGIN_NODE)]);
+    const [native, direct] = await Promise.all([runPlugin(env("ADD", "u1"), bytes), runPlugin(env("ADD", "u1"), bytes, PLUGIN_NODE)]);
     expect(native.json).toMatchObject({ code: 7 });
-    same(native, node);
+    same(native, direct);
     // every native request was a well-formed raw request: none refused, none decoded as malformed
     expect(await agentStats(socketPath())).toMatchObject({ requests: run + 1, raw: run + 1, malformed: 0 });
   });
 
   it("sends a 300 KB config (larger than a pipe holds) to the agent, and to direct mode when the agent is gone", async () => {
     const big = netconf({}, { padding: "x".repeat(300_000) });
-    const viaAgent = await runPlugin(cniEnv("ADD", "big1"), big);
+    const viaAgent = await runPlugin(env("ADD", "big1"), big);
     expect(viaAgent).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.61.0.1/20" }] } });
     expect((await agentStats(socketPath())).raw).toBe(1);
     await agent?.stop();
     agent = undefined;
-    const direct = await runPlugin(cniEnv("ADD", "big2"), big);
+    const direct = await runPlugin(env("ADD", "big2"), big);
     expect(direct.stderr).toMatch(/ENOENT; running the call directly/);
     expect(direct.json).toMatchObject({ ips: [{ address: "10.61.0.2/20" }] });
   });
 
-  it("reads `agent_socket` where agentSettings() does: not outside the ipam block, but from the flat file", async () => {
-    // outside the ipam block: not an agent call at all (until 2026-12-07 the binary asked the agent, which refused it)
-    const conf = netconf({ agent_socket: undefined }, { metadata: { agent_socket: socketPath() } });
-    const r = await runPlugin(cniEnv("ADD", "m1"), conf);
-    expect(r).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.61.0.1/20" }] } });
+  it("reads the node-level keys from the node's flat file only, never from the network config", async () => {
+    // the agent listens, but this node's flat file names no socket: a config naming it is not routed
+    // there (until issue 47, any NetworkAttachmentDefinition chose the socket root's binary talks to)
+    nodeFlatFile(dir, {});
+    const conf = netconf({ agent_socket: socketPath(), agent_required: true, agent_uid: 65534 });
+    const r = await runPlugin(env("ADD", "m1"), conf);
+    expect(r).toMatchObject({ code: 0, json: { ips: [{ address: "10.61.0.1/20" }] } });
     expect(await agentStats(socketPath())).toMatchObject({ requests: 0, raw: 0 });
-    // in the flat file only (with escapes, and a second key of the same name: the last one wins, as in JSON.parse)
+    // one warning per key, naming it (direct mode's loader)
+    expect(r.stderr.split("\n").filter((line) => line.includes("is a node-level setting and is ignored"))).toEqual([
+      expect.stringContaining("ipam.agent_socket "),
+      expect.stringContaining("ipam.agent_required "),
+      expect.stringContaining("ipam.agent_uid "),
+    ]);
+    // outside the ipam block: not an agent call either
+    expect((await runPlugin(env("ADD", "m1b"), netconf({}, { metadata: { agent_socket: socketPath() } }))).code).toBe(0);
+    expect(await agentStats(socketPath())).toMatchObject({ requests: 0 });
+    // in the flat file (with escapes, and a second key of the same name: the last one wins, as in JSON.parse)
     const flat = { agent_socket: "/nonexistent/first.sock", data_dir: "/nonexistent", agent_timeout: 5 };
     writeFileSync(
       join(dir, "whereabouts.conf"),
       `${JSON.stringify(flat).slice(0, -1)},"agent\u005fsocket":${JSON.stringify(socketPath())}}`,
     );
-    const viaFlat = await runPlugin(cniEnv("ADD", "m2"), netconf({ agent_socket: undefined }));
-    expect(viaFlat, viaFlat.stdout).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.61.0.2/20" }] } });
-    same(viaFlat, await runPlugin(cniEnv("ADD", "m2"), netconf({ agent_socket: undefined }), PLUGIN_NODE));
+    const viaFlat = await runPlugin(env("ADD", "m2"), netconf());
+    expect(viaFlat, viaFlat.stdout).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.61.0.3/20" }] } });
+    same(viaFlat, await runPlugin(env("ADD", "m2"), netconf(), PLUGIN_NODE));
     expect(await agentStats(socketPath())).toMatchObject({ requests: 1, raw: 1 });
   });
 });
@@ -131,14 +143,15 @@ describe("the native forwarder without an agent", () => {
     expect(version.json).toMatchObject({ supportedVersions: expect.arrayContaining(["1.1.0"]) });
     same(version, await runPlugin({ CNI_COMMAND: "VERSION" }, { cniVersion: "1.1.0" }, PLUGIN_NODE));
 
-    const plain = await runPlugin(cniEnv("ADD", "v1"), netconf({ agent_socket: undefined }));
+    const plain = await runPlugin(cniEnv("ADD", "v1", "net1", nodeFlatFile(dir, {})), netconf());
     expect(plain).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.61.0.1/20" }] } });
 
-    const down = await runPlugin(cniEnv("ADD", "v2"), netconf());
+    const down = await runPlugin(cniEnv("ADD", "v2", "net1", nodeFlatFile(dir, { agent_socket: socketPath() })), netconf());
     expect(down.stderr).toMatch(/ENOENT; running the call directly/);
     expect(down.json).toMatchObject({ ips: [{ address: "10.61.0.2/20" }] });
 
-    const required = await runPlugin(cniEnv("ADD", "v3"), netconf({ agent_required: true }));
+    nodeFlatFile(dir, { agent_socket: socketPath(), agent_required: true });
+    const required = await runPlugin(env("ADD", "v3"), netconf());
     expect(required.code).toBe(1);
     expect(required.json).toMatchObject({
       cniVersion: "1.0.0",
@@ -147,7 +160,10 @@ describe("the native forwarder without an agent", () => {
     });
   });
 
-  it("routes as agentSettings() says for any mix of inline and flat-file agent_* keys (property, 30 runs)", async () => {
+  // a long bound: 60 processes on a loaded machine; a timed-out property would go on writing into the next test's directory
+  it("routes as agentSettings() says for any mix of inline and node flat-file agent_* keys (property, 30 runs)", {
+    timeout: 900_000,
+  }, async () => {
     const value = <T>(...values: T[]) => fc.constantFrom(...values);
     const keys = fc.record(
       {
@@ -158,17 +174,18 @@ describe("the native forwarder without an agent", () => {
       },
       { requiredKeys: [] },
     );
-    const where = value(dir, `${dir}/`, join(dir, "whereabouts.conf"), join(dir, "absent"), undefined);
-    const fs = { exists: existsSync, readText: (path: string) => readFileSync(path, "utf8") };
+    // the node's configuration path (IPAMKIT_CONFIGURATION_PATH), and one a network config names (never followed)
+    const where = value(dir, `${dir}/`, join(dir, "whereabouts.conf"), join(dir, "absent"), "");
+    const nadPath = value(undefined, dir, "/nonexistent");
     let run = 0;
     await fc.assert(
-      fc.asyncProperty(keys, keys, where, async (inline, flat, configurationPath) => {
+      fc.asyncProperty(keys, keys, where, nadPath, async (inline, flat, nodePath, configurationPath) => {
         run++;
         writeFileSync(join(dir, "whereabouts.conf"), JSON.stringify(flat));
-        const conf = JSON.stringify(netconf({ agent_socket: undefined, configuration_path: configurationPath, ...inline }));
-        const env = cniEnv("ADD", `r${run}`);
-        const [native, direct] = await Promise.all([runPlugin(env, conf), runPlugin(env, conf, PLUGIN_NODE)]);
-        const route = agentSettings(conf, fs);
+        const conf = JSON.stringify(netconf({ configuration_path: configurationPath, ...inline }));
+        const call = cniEnv("ADD", `r${run}`, "net1", { [NODE_CONFIGURATION_PATH_ENV]: nodePath });
+        const [native, direct] = await Promise.all([runPlugin(call, conf), runPlugin(call, conf, PLUGIN_NODE)]);
+        const route = agentSettings(conf, hostConfigFs({ env: call, euid: process.geteuid?.() ?? 0 }));
         if (route === undefined) {
           same(native, direct);
           return;
@@ -193,10 +210,10 @@ describe("the native forwarder without an agent", () => {
     );
   });
 
-  describe("when the socket gives no usable answer, the call runs directly (the route is not decided again)", () => {
+  describe("when the agent may have received the call but gave no usable answer: code 11, never run again directly", () => {
     let server: Server | undefined;
     afterEach(async () => {
-      await new Promise((r) => server?.close(r));
+      await new Promise((r) => (server === undefined ? r(undefined) : server.close(r)));
       server = undefined;
     });
     const answering = async (reply: (request: string) => string) => {
@@ -217,19 +234,28 @@ describe("the native forwarder without an agent", () => {
       ["a truncated raw answer", () => "raw 0 999 0\n{}"],
       ["a header with extra fields", () => "raw 0 2 0 9\n{}"],
       ["an exit code out of range", () => "raw 300 2 0\n{}"],
+      ["a signed length", () => "raw 0 +2 0\n{}"],
       // what the agent answered before 2026-12-07 when it routed a call again: now no answer of this protocol
       ["`fallback`", () => "fallback\n"],
       ["nothing", () => ""],
     ] as const) {
       it(what, async () => {
         const requests = await answering(reply);
-        const r = await runPlugin(cniEnv("ADD", "g1"), netconf());
-        // the native request, then direct mode: dist/ipamkit-node does not ask the agent a second time
+        const r = await runPlugin(env("ADD", "g1"), netconf());
         expect(requests).toHaveLength(1);
         expect(JSON.parse(requests[0] ?? "")).toMatchObject({ v: 1, frame: "raw", socket: socketPath(), env: { CNI_COMMAND: "ADD" } });
         expect(JSON.parse(requests[0] ?? "").deadline).toBeGreaterThan(Date.now());
-        expect(r.stderr).toMatch(/running the call directly/);
-        expect(r.json).toMatchObject({ ips: [{ address: "10.61.0.1/20" }] });
+        // before issue 47 the call then ran in direct mode: an ADD the agent had performed would run twice
+        expect(r).toMatchObject({ code: 1, stderr: "" });
+        expect(r.json).toMatchObject({
+          code: 11,
+          msg: expect.stringContaining("the agent may have received the call, so it is not run again"),
+        });
+        // nothing was allocated by this call: the next direct call gets the first address
+        await new Promise((done) => server?.close(done));
+        server = undefined;
+        const direct = await runPlugin(env("ADD", "g2"), netconf());
+        expect(direct.json).toMatchObject({ ips: [{ address: "10.61.0.1/20" }] });
       });
     }
   });

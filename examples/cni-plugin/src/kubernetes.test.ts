@@ -3,16 +3,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startKubeTestServer } from "@ipamkit/kube-test-server";
 import { afterAll, expect, it } from "vitest";
+import { nodeFlatFile, onNode, useNode } from "../test/node-files.js";
 import { cniEnv, runPlugin } from "../test/run-plugin.js";
 
 const dirs: string[] = [];
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
-/** A path for a kubeconfig file named `name` in a fresh temporary dir, removed after the file's tests. */
+/** A path for a kubeconfig file named `name` in a fresh temporary dir (the test's node: its flat file goes there too), removed after the file's tests. */
 function kubeconfigPath(name = "kubeconfig"): string {
   const dir = mkdtempSync(join(tmpdir(), "ipamkit-cni-kube-"));
   dirs.push(dir);
+  useNode(dir);
   return join(dir, name);
 }
 
@@ -21,15 +23,19 @@ it("the binary on the Kubernetes store: ADD, repeated ADD, DEL, re-ADD through a
   try {
     const kubeconfig = kubeconfigPath("whereabouts.kubeconfig");
     await server.writeKubeconfig(kubeconfig, { namespace: "whereabouts" });
+    // a Whereabouts NAD names the kubeconfig the installer wrote, which the node's flat file names too:
+    // it keeps working, without a warning (the kubeconfig is a node-level setting: issue 47)
+    nodeFlatFile(join(kubeconfig, ".."), { datastore: "kubernetes", kubernetes: { kubeconfig } });
     const conf = {
       cniVersion: "1.0.0",
       name: "kube-net",
       type: "macvlan",
-      ipam: { type: "whereabouts", range: "10.72.0.0/24", kubernetes: { kubeconfig }, configuration_path: "/nonexistent-ipamkit" },
+      ipam: { type: "whereabouts", range: "10.72.0.0/24", kubernetes: { kubeconfig } },
     };
     const args = { CNI_ARGS: "K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD_UID=uid-1" };
     const add = await runPlugin(cniEnv("ADD", "k1", "net1", args), conf);
     expect(add.json).toEqual({ cniVersion: "1.0.0", ips: [{ address: "10.72.0.1/24" }] });
+    expect(add.stderr).toBe("");
     expect((await runPlugin(cniEnv("ADD", "k1", "net1", args), conf)).json).toEqual(add.json);
     expect((await runPlugin(cniEnv("ADD", "k2"), conf)).json).toEqual({ cniVersion: "1.0.0", ips: [{ address: "10.72.0.2/24" }] });
     const pool = (await (
@@ -61,7 +67,7 @@ it("an unreachable API server is reported with code 11, never swallowed on DEL",
     cniVersion: "1.0.0",
     name: "kube-down",
     type: "macvlan",
-    ipam: { type: "ipamkit", range: "10.73.0.0/24", kubernetes: { kubeconfig }, configuration_path: "/nonexistent-ipamkit" },
+    ipam: onNode({ type: "ipamkit", range: "10.73.0.0/24", kubernetes: { kubeconfig } }),
   };
   const del = await runPlugin(cniEnv("DEL", "d1"), conf);
   expect(del.code).toBe(1);
@@ -76,7 +82,7 @@ it("20 ADD processes at once on one Kubernetes pool all succeed: conflicts from 
     const conf = {
       cniVersion: "1.1.0",
       name: "kube-burst",
-      ipam: { type: "ipamkit", range: "10.74.0.0/24", kubernetes: { kubeconfig }, configuration_path: "/nonexistent-ipamkit" },
+      ipam: onNode({ type: "ipamkit", range: "10.74.0.0/24", kubernetes: { kubeconfig } }),
     };
     const runs = await Promise.all(Array.from({ length: 20 }, (_, i) => runPlugin(cniEnv("ADD", `b${i}`), conf)));
     expect(runs.filter((r) => r.code !== 0).map((r) => r.stdout)).toEqual([]);

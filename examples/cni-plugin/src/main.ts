@@ -1,6 +1,6 @@
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CNI_CODES, CniError, errorAnswer } from "@ipamkit/cni";
+import { CNI_CODES, CniError, errorAnswer, hostConfigFs } from "@ipamkit/cni";
 
 // dist/ipamkit-node: direct mode, the only TypeScript file that touches the real process
 // (environment, streams, exit code), and deliberately small. The native binary (src/forwarder.c)
@@ -30,7 +30,8 @@ async function readAll(): Promise<string> {
 }
 
 async function main(): Promise<number> {
-  const fs = { exists: existsSync, readText: (path: string) => readFileSync(path, "utf8") };
+  // the node's flat file (IPAMKIT_CONFIGURATION_PATH of the runtime's environment, else the defaults)
+  const fs = hostConfigFs({ env: process.env, euid: process.geteuid?.() ?? 0 });
   let stdin: Promise<string> | undefined;
   const read = () => {
     stdin ??= readAll();

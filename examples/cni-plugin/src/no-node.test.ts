@@ -2,9 +2,10 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ERROR_MSG_BYTES, MAX_ERROR_ANSWER_BYTES, SUPPORTED_VERSIONS } from "@ipamkit/cni";
+import { ERROR_MSG_BYTES, MAX_ERROR_ANSWER_BYTES, NODE_CONFIGURATION_PATH_ENV, SUPPORTED_VERSIONS } from "@ipamkit/cni";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AGENT, type AgentProcess, startAgentProcess } from "../test/agent-process.js";
+import { nodeFlatFile } from "../test/node-files.js";
 import { cniEnv, PLUGIN, PLUGIN_NODE, runPlugin } from "../test/run-plugin.js";
 
 // Issue 35: a host without Node.js (Talos) runs the static binary alone, and the agent path must
@@ -15,7 +16,6 @@ let agent: AgentProcess | undefined;
 let squatter: ChildProcess | undefined;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "ipamkit-nonode-"));
-  writeFileSync(join(dir, "whereabouts.conf"), "{}");
 });
 afterEach(async () => {
   await agent?.stop();
@@ -28,11 +28,13 @@ afterEach(async () => {
 const NOBODY = 65534;
 /** A PATH with no `node` in it, as on a host without Node.js. */
 const NO_NODE = { PATH: "/nonexistent-bin" };
-const netconf = (socket: string, ipam: Record<string, unknown> = {}) => ({
+const netconf = () => ({
   cniVersion: "1.0.0",
   name: "nonode-net",
-  ipam: { type: "ipamkit", range: "10.62.0.0/24", data_dir: join(dir, "store"), configuration_path: dir, agent_socket: socket, ...ipam },
+  ipam: { type: "ipamkit", range: "10.62.0.0/24", data_dir: join(dir, "store") },
 });
+/** The node's flat file with these agent keys (none: direct mode), and its environment. */
+const onNode = (keys: Record<string, unknown>) => nodeFlatFile(dir, keys);
 
 /** dist/ipamkit and dist/ipamkit-node (a Node host's bin dir); the binary is what the runtime runs. */
 function binDir(): string {
@@ -60,18 +62,19 @@ describe("a host without Node.js", () => {
   it("an agent that is not running is a CNI error naming the socket (code 11), never exit 127", async () => {
     const binary = binDir();
     const socket = join(dir, "run", "agent.sock");
-    const down = await runPlugin(cniEnv("ADD", "n1", "net1", NO_NODE), netconf(socket), binary);
+    const down = await runPlugin(cniEnv("ADD", "n1", "net1", { ...NO_NODE, ...onNode({ agent_socket: socket }) }), netconf(), binary);
     expect(down.code).toBe(1);
     expect(down.json).toMatchObject({ cniVersion: "1.0.0", code: 11 });
     expect(down.json?.msg).toContain(socket);
     expect(down.json?.msg).toMatch(/ipamkit agent \(DaemonSet\) is not running on this node/);
     // the same with agent_required, with or without Node
-    const required = await runPlugin(cniEnv("DEL", "n1", "net1", NO_NODE), netconf(socket, { agent_required: true }), binary);
+    const requiredNode = onNode({ agent_socket: socket, agent_required: true });
+    const required = await runPlugin(cniEnv("DEL", "n1", "net1", { ...NO_NODE, ...requiredNode }), netconf(), binary);
     expect(required.json).toMatchObject({ code: 11, msg: expect.stringContaining("(agent_required)") });
   });
 
   it("direct mode (no agent_socket) without Node is a CNI error saying so (code 50)", async () => {
-    const r = await runPlugin(cniEnv("ADD", "n2", "net1", NO_NODE), netconf("", { agent_socket: undefined }), binDir());
+    const r = await runPlugin(cniEnv("ADD", "n2", "net1", { ...NO_NODE, ...onNode({}) }), netconf(), binDir());
     expect(r.code).toBe(1);
     expect(r.json).toMatchObject({
       code: 50,
@@ -83,7 +86,7 @@ describe("a host without Node.js", () => {
   it("the binary's own error answers are bounded as errorJson bounds them (msg ≤ ERROR_MSG_BYTES, ≤ 4 KiB)", async () => {
     // a search path of 20 000 bytes, control characters included (each escaped to 6 bytes in JSON)
     const path = `/nonexistent-bin:${"\u0001/x".repeat(2_000)}${"/y".repeat(4_000)}`;
-    const r = await runPlugin(cniEnv("ADD", "n4", "net1", { PATH: path }), netconf("", { agent_socket: undefined }), binDir());
+    const r = await runPlugin(cniEnv("ADD", "n4", "net1", { PATH: path, ...onNode({}) }), netconf(), binDir());
     expect(r.code).toBe(1);
     expect(r.json).toMatchObject({ cniVersion: "1.0.0", code: 50 });
     const msg = String(r.json?.msg);
@@ -96,11 +99,12 @@ describe("a host without Node.js", () => {
 
   it("with the agent running, ADD and DEL need nothing but the binary", async () => {
     const socket = join(dir, "run", "agent.sock");
-    agent = await startAgentProcess(socket);
+    const node = onNode({ agent_socket: socket });
+    agent = await startAgentProcess(socket, { env: node });
     const binary = binDir();
-    const add = await runPlugin(cniEnv("ADD", "n3", "net1", NO_NODE), netconf(socket), binary);
+    const add = await runPlugin(cniEnv("ADD", "n3", "net1", { ...NO_NODE, ...node }), netconf(), binary);
     expect(add).toMatchObject({ code: 0, stderr: "", json: { ips: [{ address: "10.62.0.1/24" }] } });
-    expect(await runPlugin(cniEnv("DEL", "n3", "net1", NO_NODE), netconf(socket), binary)).toMatchObject({ code: 0, stdout: "" });
+    expect(await runPlugin(cniEnv("DEL", "n3", "net1", { ...NO_NODE, ...node }), netconf(), binary)).toMatchObject({ code: 0, stdout: "" });
   });
 });
 
@@ -137,7 +141,7 @@ describe("socket squatting", () => {
       squatter?.stdout?.once("data", () => resolve());
       squatter?.once("exit", (code) => reject(new Error(`the squatter exited (${code})`)));
     });
-    const native = await runPlugin(cniEnv("ADD", "s1"), netconf(socket));
+    const native = await runPlugin(cniEnv("ADD", "s1", "net1", onNode({ agent_socket: socket })), netconf());
     expect(native.code).toBe(1);
     expect(native.json).toMatchObject({ code: 11 });
     expect(native.json?.msg).toContain(socket);
@@ -146,9 +150,14 @@ describe("socket squatting", () => {
     expect(native.json?.msg).toBe(
       `ipamkit agent at ${socket}: refusing it: the socket is served by uid ${NOBODY}, which is neither root nor agent_uid (unset)`,
     );
-    // an agent deliberately run as that uid is allowed by agent_uid
-    const allowed = await runPlugin(cniEnv("ADD", "s2"), netconf(socket, { agent_uid: NOBODY }));
+    // an agent deliberately run as that uid is allowed by the node's agent_uid
+    const allowed = await runPlugin(cniEnv("ADD", "s2", "net1", onNode({ agent_socket: socket, agent_uid: NOBODY })), netconf());
     expect(allowed.json).toMatchObject({ ips: [{ address: "10.62.0.99/24" }] });
+    // issue 47: a key with a NUL (`agent_uid\u0000`) is another key, not agent_uid cut short
+    writeFileSync(join(dir, "whereabouts.conf"), `{"agent_socket":${JSON.stringify(socket)},"agent_uid\\u0000":${NOBODY}}`);
+    const cut = await runPlugin(cniEnv("ADD", "s3", "net1", { [NODE_CONFIGURATION_PATH_ENV]: dir }), netconf());
+    expect(cut.json).toMatchObject({ code: 11, msg: expect.stringContaining("neither root nor agent_uid (unset)") });
+    expect(cut.stdout).not.toContain("10.62.0.99");
   });
 
   /** Starts dist/ipamkit-agent and returns its exit code and stderr (it should not start). */

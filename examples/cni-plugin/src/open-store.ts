@@ -20,15 +20,17 @@ export function openStore(config: IpamConfig): Promise<IpamStore> {
 }
 
 /**
- * Whereabouts' Lease, held around an ADD's writes when the config sets `whereabouts_lease` (config
- * validation allows it only with the Kubernetes store). `deadline` (epoch ms): give up acquiring
- * then, with a retryable error naming the Lease; default 60 s from each acquisition's start.
+ * Whereabouts' Lease, held around an ADD's writes on the Kubernetes store: always with
+ * `whereabouts_lease: true`, and by default ("auto") only while Whereabouts is seen writing it.
+ * `deadline` (epoch ms): give up acquiring then, with a retryable error naming the Lease; default
+ * 60 s from each acquisition's start.
  */
 export function openExclusive(config: IpamConfig, identity: string, deadline?: number): Exclusive {
   return opener.whereaboutsLease({
     ...(config.kubernetes.kubeconfig === undefined ? {} : { kubeconfig: config.kubernetes.kubeconfig }),
     identity,
     ...(deadline === undefined ? {} : { deadline }),
+    ...(config.kubernetes.whereaboutsLease === "auto" ? { auto: {} } : {}),
   });
 }
 

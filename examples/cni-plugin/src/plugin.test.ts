@@ -1,18 +1,22 @@
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createFileStore } from "@ipamkit/storage-file";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type AgentProcess, startAgentProcess } from "../test/agent-process.js";
+import { onNode, useNode } from "../test/node-files.js";
 import { cniEnv, PLUGIN, type PluginRun, runPlugin } from "../test/run-plugin.js";
 
 const ipsOf = (r: PluginRun) => (r.json?.ips ?? []) as { address: string }[];
 
 let dir: string;
+// the node's flat file, for the whole file (the agent lives across tests), so no host file under
+// /etc/cni is merged into the tests; node-level keys of a test's ipam block are written there (onNode)
+const nodeDir = mkdtempSync(join(tmpdir(), "ipamkit-cni-node-"));
+useNode(nodeDir);
+afterAll(() => rmSync(nodeDir, { recursive: true, force: true }));
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "ipamkit-cni-"));
-  // an empty flat file of our own, so no host file under /etc/cni is merged into the tests
-  writeFileSync(join(dir, "whereabouts.conf"), "{}");
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -23,7 +27,7 @@ const netconf = (cniVersion: string, ipam: Record<string, unknown> = {}, extra: 
   cniVersion,
   name: "macvlan-net",
   type: "macvlan",
-  ipam: {
+  ipam: onNode({
     type: "ipamkit",
     range: "10.20.0.0/24",
     gateway: "10.20.0.1",
@@ -31,10 +35,9 @@ const netconf = (cniVersion: string, ipam: Record<string, unknown> = {}, extra: 
     routes: [{ dst: "0.0.0.0/0" }],
     dns: { nameservers: ["10.20.0.53"] },
     data_dir: join(dir, "store"),
-    configuration_path: dir,
     ...agentIpam,
     ...ipam,
-  },
+  }),
   ...extra,
 });
 
@@ -54,7 +57,20 @@ for (const mode of ["direct", "agent"] as const) {
     it("VERSION lists the supported versions", async () => {
       const r = await runPlugin({ CNI_COMMAND: "VERSION" }, { cniVersion: "1.0.0" });
       expect(r.code).toBe(0);
-      expect(r.json).toEqual({ cniVersion: "1.0.0", supportedVersions: ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] });
+      expect(r.json).toEqual({ cniVersion: "1.0.0", supportedVersions: ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] });
+    });
+
+    it("ADD and DEL with cniVersion 0.2.0: the ip4/ip6 result", async () => {
+      const conf = netconf("0.2.0", { range: "10.20.7.0/24", gateway: "10.20.7.1", ipRanges: [{ range: "fd00:27::/64" }] });
+      const add = await runPlugin(cniEnv("ADD", "v020"), conf);
+      expect(add.code, add.stdout).toBe(0);
+      expect(add.json).toEqual({
+        cniVersion: "0.2.0",
+        ip4: { ip: "10.20.7.2/24", gateway: "10.20.7.1", routes: [{ dst: "0.0.0.0/0" }] },
+        ip6: { ip: "fd00:27::1/64" },
+        dns: { nameservers: ["10.20.0.53"] },
+      });
+      expect((await runPlugin(cniEnv("DEL", "v020"), conf)).code).toBe(0);
     });
 
     for (const version of ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]) {
@@ -173,9 +189,9 @@ for (const mode of ["direct", "agent"] as const) {
         [cniEnv("ADD", "-bad"), netconf("1.0.0"), 4],
         [cniEnv("FROB"), netconf("1.0.0"), 4],
         [cniEnv("ADD"), "{not json", 6],
-        [cniEnv("ADD"), netconf("0.2.0"), 1],
-        [cniEnv("ADD"), netconf("1.0.0", { range_start: "10.20.1.5" }), 7],
-        [cniEnv("ADD"), netconf("1.0.0", { surprise: true }), 7],
+        [cniEnv("ADD"), netconf("0.0.9"), 1],
+        [cniEnv("ADD"), netconf("1.0.0", { exclude: ["10.20.1.5/33"] }), 7],
+        [cniEnv("ADD"), netconf("1.0.0", { enable_overlapping_ranges: "no" }), 7],
         [cniEnv("ADD"), netconf("1.0.0", { datastore: "kubernetes", kubernetes: { kubeconfig: "/nonexistent/kube.conf" } }), 7],
       ];
       for (const [env, stdin, code] of cases) {

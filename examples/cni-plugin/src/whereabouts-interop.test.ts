@@ -1,3 +1,5 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { agentStats } from "@ipamkit/agent/client";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startAgentProcess } from "../test/agent-process.js";
 import {
@@ -86,12 +88,19 @@ describe("ipamkit beside Whereabouts v0.9.2 on Whereabouts' CRDs", () => {
 
   // ipamkit writes its ORIP before its pool entry; Whereabouts, holding its Lease `whereabouts`,
   // checks the ORIP, patches the pool, then creates the ORIP and fails the ADD when it already
-  // exists. Without `whereabouts_lease`, an ipamkit ORIP landing in that window (ipamkit then loses
+  // exists. With `whereabouts_lease: false`, an ipamkit ORIP landing in that window (ipamkit then loses
   // the pool write and deletes it) fails 1-3 of 10 Whereabouts ADDs a round: asserted here, every
   // ipamkit ADD succeeds, a Whereabouts ADD fails only that way, no address twice, nothing left.
-  it("10 ipamkit + 10 Whereabouts ADDs at once, 3 rounds, whereabouts_lease off: no duplicates, ipamkit never fails, Whereabouts only on the ORIP create; every DEL leaves nothing", async () => {
-    await mixedRounds("10.81.3.0/24", {}, "only-orip-create");
-  }, 120_000);
+  it("10 ipamkit + 10 Whereabouts ADDs at once, 3 rounds, whereabouts_lease: false: no duplicates, ipamkit never fails, Whereabouts only on the ORIP create; every DEL leaves nothing", async () => {
+    await mixedRounds("10.81.3.0/24", { whereabouts_lease: false }, "only-orip-create");
+  }, 180_000);
+
+  // The defaults: ipamkit sees Whereabouts write its Lease (the tests above ran it) and takes part
+  // in that Lease by itself, so no Whereabouts ADD fails.
+  it("10 ipamkit + 10 Whereabouts ADDs at once, 3 rounds, default settings: no duplicates and no failure of either binary; every DEL leaves nothing", async () => {
+    const adds = await mixedRounds("10.81.7.0/24", {}, "none");
+    expect(adds.filter((r) => r.binary === "whereabouts" && r.run.code === 0)).toHaveLength(30);
+  }, 180_000);
 
   // With `whereabouts_lease: true` ipamkit holds that Lease around its claim and pool writes, so no
   // ipamkit ORIP can land inside Whereabouts' window: no Whereabouts ADD fails at all.
@@ -102,11 +111,15 @@ describe("ipamkit beside Whereabouts v0.9.2 on Whereabouts' CRDs", () => {
 
   it("the same through ipamkit's node-local agent, whereabouts_lease on: no failure of either binary; every DEL leaves nothing", async () => {
     const agent = await startAgentProcess();
+    // the agent's socket is the node's setting: its flat file (which Whereabouts reads too, ignoring these keys)
+    const flat = readFileSync(interop.flatFile, "utf8");
+    writeFileSync(interop.flatFile, JSON.stringify({ ...JSON.parse(flat), agent_socket: agent.socketPath, agent_required: true }));
     try {
-      const extra = { whereabouts_lease: true, agent_socket: agent.socketPath, agent_required: true };
-      const adds = await mixedRounds("10.81.6.0/24", extra, "none");
+      const adds = await mixedRounds("10.81.6.0/24", { whereabouts_lease: true }, "none");
       expect(adds.filter((r) => r.binary === "whereabouts" && r.run.code === 0)).toHaveLength(30);
+      expect((await agentStats(agent.socketPath)).raw).toBeGreaterThanOrEqual(30);
     } finally {
+      writeFileSync(interop.flatFile, flat);
       await agent.stop();
     }
   }, 180_000);

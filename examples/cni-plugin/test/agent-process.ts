@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { nodeEnv } from "./node-files.js";
 
 export const AGENT = join(import.meta.dirname, "..", "dist", "ipamkit-agent");
 
@@ -21,6 +22,8 @@ export interface AgentProcessOptions {
   args?: string[];
   /** Another copy of the agent (default: dist/ipamkit-agent). */
   binary?: string;
+  /** More environment (IPAMKIT_CONFIGURATION_PATH: the node's flat file, as the chart sets it). */
+  env?: Record<string, string>;
 }
 
 /** Starts the built agent on a fresh socket and waits until it listens. */
@@ -30,7 +33,7 @@ export async function startAgentProcess(
 ): Promise<AgentProcess> {
   const child = spawn(options.binary ?? AGENT, ["--socket", socketPath, "--log-level", "debug", ...(options.args ?? [])], {
     stdio: ["ignore", "pipe", "pipe"],
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...nodeEnv(), ...options.env },
   });
   let output = "";
   child.stdout?.on("data", (d) => (output += d));

@@ -9,6 +9,7 @@ import {
   whereaboutsCrdFiles,
 } from "@ipamkit/kube-apiserver-launcher";
 import { CustomObjectsApi } from "@kubernetes/client-node";
+import { useNode } from "./node-files.js";
 import { cniEnv, PLUGIN, type PluginRun, runPlugin } from "./run-plugin.js";
 
 // Shared by the interop suites and the interop benchmark: a real kube-apiserver on Whereabouts'
@@ -56,6 +57,8 @@ export async function startInterop(options: InteropOptions = {}): Promise<Intero
   // the shape Whereabouts' installer writes (script/lib.sh generateWhereaboutsConf)
   const flat = { datastore: "kubernetes", kubernetes: { kubeconfig: api.kubeconfigPath }, ...options.flat };
   writeFileSync(flatFile, JSON.stringify(flat, null, 2));
+  // ipamkit finds it as the node's flat file (IPAMKIT_CONFIGURATION_PATH); Whereabouts by the NAD's configuration_path
+  useNode(flatFile);
   return {
     api,
     whereabouts,
@@ -107,10 +110,12 @@ export async function cni(
   command: "ADD" | "DEL",
   a: Attachment,
   conf: Record<string, unknown>,
+  /** Another node's environment (its flat file: IPAMKIT_CONFIGURATION_PATH) than the interop flat file. */
+  node: Record<string, string> = {},
 ): Promise<CallResult> {
   const args = `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=${a.pod};K8S_POD_INFRA_CONTAINER_ID=${a.id};K8S_POD_UID=uid-${a.pod}`;
   const started = performance.now();
-  const run = await runPlugin(cniEnv(command, a.id, a.ifname, { CNI_ARGS: args }), conf, interop.binary(binary));
+  const run = await runPlugin(cniEnv(command, a.id, a.ifname, { CNI_ARGS: args, ...node }), conf, interop.binary(binary));
   const ms = performance.now() - started;
   const ips = run.json?.ips as { address?: string }[] | undefined;
   const ip = run.code === 0 ? ips?.[0]?.address?.split("/")[0] : undefined;

@@ -40,6 +40,16 @@ describe("parseOptions", () => {
     expect(() => parseOptions(["--datastore", "etcd", "--etcd-endpoints", "x", "--etcd-password", "secret"])).toThrow(/Unknown option/);
   });
 
+  it("--node-slices: off by default; on the Kubernetes store only, and not with --watch", () => {
+    expect(parseOptions([])).toMatchObject({ nodeSlices: false });
+    expect(parseOptions(["--node-slices", "true"])).toMatchObject({ nodeSlices: true });
+    expect(() => parseOptions(["--node-slices", "yes"])).toThrow(/--node-slices: expected true or false/);
+    expect(() => parseOptions(["--node-slices", "true", "--datastore", "file", "--data-dir", "/d"])).toThrow(
+      /needs --datastore kubernetes/,
+    );
+    expect(() => parseOptions(["--node-slices", "true", "--watch"])).toThrow(/not used with --watch/);
+  });
+
   it("settings that a mode would ignore are refused, not ignored", () => {
     expect(() => parseOptions(["--once", "--schedule", "* * * * *"])).toThrow(/--schedule is not used with --once/);
     expect(() => parseOptions(["--resync", "1m"])).toThrow(/--resync is only used with --watch/);

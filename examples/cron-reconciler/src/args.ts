@@ -21,6 +21,8 @@ export interface Options {
   graceMs: number;
   overlappingRanges: boolean;
   claimSettleMs: number;
+  /** Keep Whereabouts' node slices (NodeSlicePool status) on each full pass (Kubernetes store). */
+  nodeSlices: boolean;
   leaderElection: boolean;
   leaseName: string;
   leaseNamespace?: string;
@@ -57,6 +59,10 @@ export const USAGE = `usage: node dist/main.js [options]
                            (default true; false where networks run with overlapping ranges off)
   --claim-settle DURATION  read an audit finding again this long after it is found, and repair
                            it only if unchanged (in-flight ADDs and DELs finish; default 5s)
+  --node-slices B          true | false: after each scheduled or --once pass, give every node without one a slice of
+                           each NodeSlicePool and free deleted nodes' idle slices, as Whereabouts'
+                           node-slice controller does, for when it is gone (default false;
+                           datastore kubernetes; needs list on nodes, get/list/update nodeslicepools)
   --leader-election B      true | false (default true; --once never elects)
   --lease-name NAME        default ipamkit-reconciler; --lease-namespace NS (default: pool namespace)
   --identity ID            leader-election identity (default: POD_NAME, else the host name)
@@ -65,6 +71,15 @@ export const USAGE = `usage: node dist/main.js [options]
   --help`;
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** `--node-slices`: NodeSlicePools live beside Whereabouts' pools, on the Kubernetes store only. */
+function nodeSlicesOf(text: string | undefined, datastore: string, watch: boolean): boolean {
+  const on = parseBoolean("--node-slices", text, false);
+  if (on && datastore !== "kubernetes")
+    throw new UsageError(`--node-slices: needs --datastore kubernetes (NodeSlicePools), not ${datastore}`);
+  if (on && watch) throw new UsageError("--node-slices is not used with --watch (it runs after scheduled and --once passes)");
+  return on;
+}
 
 /** `300ms`, `90s`, `5m`, `1h`, or a bare number of seconds. */
 export function parseDuration(flag: string, text: string): number {
@@ -159,6 +174,7 @@ export function parseOptions(argv: string[]): Options | "help" {
     graceMs: parseDuration("--grace", v.grace ?? "5m"),
     overlappingRanges: parseBoolean("--overlapping-ranges", v["overlapping-ranges"], true),
     claimSettleMs: parseDuration("--claim-settle", v["claim-settle"] ?? "5s"),
+    nodeSlices: nodeSlicesOf(v["node-slices"], datastore, watch),
     leaderElection: parseBoolean("--leader-election", v["leader-election"], true),
     leaseName: v["lease-name"] ?? "ipamkit-reconciler",
     ...(v["lease-namespace"] === undefined ? {} : { leaseNamespace: v["lease-namespace"] }),
@@ -195,6 +211,7 @@ function parse(argv: string[]) {
       grace: string,
       "overlapping-ranges": string,
       "claim-settle": string,
+      "node-slices": string,
       "leader-election": string,
       "lease-name": string,
       "lease-namespace": string,

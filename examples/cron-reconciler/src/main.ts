@@ -8,7 +8,13 @@ import {
   reconcileOnce,
   runPodController,
 } from "@ipamkit/reconciler";
-import { createKubernetesPodSource, createKubernetesPodWatch, createLeaderElector, resolveNamespace } from "@ipamkit/storage-kubernetes";
+import {
+  createKubernetesPodSource,
+  createKubernetesPodWatch,
+  createLeaderElector,
+  reconcileNodeSlices,
+  resolveNamespace,
+} from "@ipamkit/storage-kubernetes";
 import pino, { type Logger } from "pino";
 import { type Options, parseOptions, USAGE, UsageError } from "./args.js";
 import { loadProgramKubeConfig } from "./kubeconfig.js";
@@ -92,6 +98,24 @@ async function startRunning(options: Options, logger: Logger, shutdown: AbortSig
   return { options, logger, kubeConfig, namespace, pods, reconcile, metrics };
 }
 
+/** `--node-slices`: Whereabouts' node slices kept after a full pass; false when that failed (logged). */
+async function keepNodeSlices(running: Running): Promise<boolean> {
+  const { options, logger, kubeConfig, namespace } = running;
+  if (!options.nodeSlices) return true;
+  try {
+    const pass = await reconcileNodeSlices({ kubeConfig, namespace });
+    for (const a of pass.assigned) logger.info(a, "node slice assigned");
+    for (const f of pass.freed) logger.info(f, "node slice freed (its node is gone, its IPPool empty)");
+    for (const w of pass.waiting) logger.warn(w, "no free node slice for this node");
+    for (const k of pass.skipped) logger.warn(k, "node slice pool left to the next pass");
+    return true;
+  } catch (error) {
+    const [fields, text] = failureLine("node slices failed", error);
+    logger.error(fields, text);
+    return false;
+  }
+}
+
 /** The leader's work until `signal`: the pod controller (--watch) or the scheduled passes. */
 async function work(running: Running, signal: AbortSignal): Promise<void> {
   const { options, logger, kubeConfig, reconcile, metrics } = running;
@@ -114,6 +138,7 @@ async function work(running: Running, signal: AbortSignal): Promise<void> {
   const job = async () => {
     try {
       reported(await reconcileOnce(reconcile));
+      await keepNodeSlices(running);
     } catch (error) {
       metrics?.passFailed();
       const [fields, text] = failureLine("reconcile failed", error);
@@ -158,7 +183,8 @@ async function run(options: Options, logger: Logger, shutdown: AbortSignal): Pro
     if (options.once) {
       const report = await reconcileOnce(reconcile);
       logReport(logger, report);
-      return report.failed.length === 0 ? 0 : 1;
+      const sliced = await keepNodeSlices(running);
+      return report.failed.length === 0 && sliced ? 0 : 1;
     }
     await workUntilShutdown(running, shutdown);
     logger.info("ipamkit reconciler stopped");

@@ -33,7 +33,6 @@ export function runCniDemo(plugin: string, dir: string): DemoRow[] {
       ipRanges: [{ range: "fd00:10::/64" }],
       gateway: "10.10.0.1",
       data_dir: join(dir, "store"),
-      configuration_path: dir,
     },
   };
   const call = (c: Call) => {
@@ -49,6 +48,8 @@ export function runCniDemo(plugin: string, dir: string): DemoRow[] {
         CNI_NETNS: "/var/run/netns/demo",
         CNI_PATH: "/opt/cni/bin",
         CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns};K8S_POD_NAME=${name};K8S_POD_UID=${c.uid ?? "uid"}`,
+        // this demo's node: its (empty) flat file, never one under /etc/cni
+        IPAMKIT_CONFIGURATION_PATH: dir,
       },
     });
     const out = r.stdout.trim() === "" ? undefined : (JSON.parse(r.stdout) as { ips?: { address: string }[]; code?: number; msg?: string });

@@ -81,7 +81,9 @@ describe("the OCI image", () => {
       [[shared, shared]],
       ["/usr/bin/node", "/app/dist/ipamkit-agent", "--socket", socket, "--node-name", "node-1"],
     );
-    const agent = start(file as string, args, {});
+    // the node's flat file, where the installer below writes it: the agent reads it there (IPAMKIT_CONFIGURATION_PATH)
+    const nodeConf = { IPAMKIT_CONFIGURATION_PATH: join(shared, "host", "etc/cni/net.d/whereabouts.d") };
+    const agent = start(file as string, args, nodeConf);
     try {
       await until("the agent listening", () => agent.output().includes("ipamkit agent listening"), 15_000);
       const probe = await runInImage([[shared, shared]], ["/usr/bin/node", "/app/dist/ipamkit-probe", "--socket", socket]);
@@ -97,12 +99,8 @@ describe("the OCI image", () => {
       );
       expect(installed.code).toBe(0);
       const hostBin = join(host, "opt/cni/bin");
-      // the NAD's ipam block: a range, and where this test's host keeps the flat file
-      const conf = JSON.stringify({
-        cniVersion: "1.1.0",
-        name: "image-net",
-        ipam: { type: "ipamkit", range: "10.88.0.0/24", configuration_path: join(host, "etc/cni/net.d/whereabouts.d") },
-      });
+      // the NAD's ipam block: a range; the node names its flat file (this test's host keeps it under `host`)
+      const conf = JSON.stringify({ cniVersion: "1.1.0", name: "image-net", ipam: { type: "ipamkit", range: "10.88.0.0/24" } });
       const env = (command: string) => ({
         CNI_COMMAND: command,
         CNI_CONTAINERID: "c1",
@@ -110,6 +108,7 @@ describe("the OCI image", () => {
         CNI_NETNS: "/var/run/netns/x",
         CNI_PATH: hostBin,
         PATH: "/nonexistent",
+        ...nodeConf,
       });
       const add = await run(join(hostBin, "ipamkit"), [], env("ADD"), conf);
       expect(add.stderr).toBe("");
@@ -149,7 +148,7 @@ describe("the chart and the image agree", () => {
     const commands = (loadAllYaml(rendered) as Rendered[])
       .filter((o) => o?.kind === "DaemonSet" || o?.kind === "Deployment")
       .flatMap((o) => [...(o.spec.template.spec.initContainers ?? []), ...o.spec.template.spec.containers])
-      .flatMap((c: Rendered) => [c.command, c.readinessProbe?.exec?.command, c.livenessProbe?.exec?.command])
+      .flatMap((c: Rendered) => [c.command, c.startupProbe?.exec?.command, c.readinessProbe?.exec?.command, c.livenessProbe?.exec?.command])
       .filter((command): command is string[] => command !== undefined);
     expect(commands.length).toBeGreaterThanOrEqual(6);
     for (const [interpreter, program] of commands) {

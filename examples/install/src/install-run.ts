@@ -118,7 +118,8 @@ export function renderConfig(options: InstallOptions): ConfigFile[] {
     reconcilerCron: options.reconcilerCron,
     extra: options.extra,
   });
-  files.push({ path: join(dir, FLAT_FILE), content: flat, mode: 0o644 });
+  // root only: the flat file may name etcd credentials (etcd_password, key files); plugin and agent run as root
+  files.push({ path: join(dir, FLAT_FILE), content: flat, mode: 0o600 });
   if (options.nodeName !== undefined && options.nodeName !== "")
     files.push({ path: join(dir, NODENAME_FILE), content: `${options.nodeName}\n`, mode: 0o644 });
   return files;

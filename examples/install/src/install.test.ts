@@ -73,6 +73,8 @@ describe("ipamkit-install on a temp host root", () => {
       agent_socket: "/run/ipamkit/agent.sock",
       agent_required: true,
     });
+    // root only: it may name etcd credentials
+    expect(statSync(join(h.conf, "whereabouts.conf")).mode & 0o777).toBe(0o600);
     expect(readFileSync(join(h.conf, "nodename"), "utf8")).toBe("node-a.example\n");
     const kubeconfigPath = join(h.conf, "whereabouts.kubeconfig");
     expect(statSync(kubeconfigPath).mode & 0o777).toBe(0o600);

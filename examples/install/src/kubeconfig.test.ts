@@ -83,6 +83,8 @@ it("the installed plugin runs ADD with the written kubeconfig, and again after i
       CNI_NETNS: "/var/run/netns/x",
       CNI_PATH: bin,
       CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod};K8S_POD_UID=uid-${pod}`,
+      // the node's flat file: the same directory the NAD names (a Whereabouts NAD keeps working, silently)
+      IPAMKIT_CONFIGURATION_PATH: join(confDir, "whereabouts.d"),
     });
     const add1 = await run(join(bin, "ipamkit"), [], cni("c1", "web-0"), JSON.stringify(conf));
     expect(add1.stderr).toBe("");

@@ -5,7 +5,7 @@ export { CHART, helmBinary } from "@ipamkit/node-launcher";
 export interface Rendered {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string };
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are checked field by field
   [key: string]: any;
 }

@@ -1,11 +1,11 @@
 import { readFileSync, writeFileSync } from "node:fs";
-import { dispatch } from "@ipamkit/cni";
+import { dispatch, hostConfigFs } from "@ipamkit/cni";
 import { type IpamStore, isIpamError, type PoolRef, poolId } from "@ipamkit/core";
 import { reconcileOnce } from "@ipamkit/reconciler";
 import { ipPoolName } from "@ipamkit/storage-kubernetes";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Tally } from "../test/campaign.js";
-import { caseFs } from "../test/harness.js";
+import { nodeEnv, onNode, useNode } from "../../cni-plugin/test/node-files.js";
+import { scratchDir, Tally } from "../test/campaign.js";
 import {
   type EtcdRaw,
   etcdStore,
@@ -169,11 +169,14 @@ const env = (command: string, id = "probe") => ({
   CNI_PATH: "/opt/cni/bin",
 });
 
+// the node's flat file holds the store's credentials (node-level keys, issue 47): the binary and the
+// in-process calls below read it there
+useNode(scratchDir("corruption-node"));
 function netconf(raw: RawStore, network: string, extra: Record<string, unknown> = {}) {
   return {
     cniVersion: "1.1.0",
     name: "corrupt-net",
-    ipam: { type: "ipamkit", range: RANGE, network_name: network, configuration_path: "/nonexistent-ipamkit", ...raw.ipam },
+    ipam: onNode({ type: "ipamkit", range: RANGE, network_name: network, ...raw.ipam }),
     ...extra,
   };
 }
@@ -191,7 +194,7 @@ async function cni(
       stdout += text;
     },
     stderr: () => undefined,
-    fs: caseFs(undefined),
+    fs: hostConfigFs({ env: nodeEnv(), euid: process.geteuid?.() ?? 0 }),
     openStore: openConfigured,
   });
   let json = {};

@@ -1,7 +1,12 @@
 import { chmodSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
+import { useNode } from "../../cni-plugin/test/node-files.js";
 import { scratchDir } from "../test/campaign.js";
+
+// a node without a flat file
+useNode("/nonexistent");
+
 import { runBinary } from "../test/subprocess.js";
 
 // The file-store part of the security review (RELIABILITY.md), through the built binary: what the
@@ -26,7 +31,6 @@ const conf = (dataDir: string) =>
         range: "10.69.0.0/24",
         ipRanges: [{ range: "10.69.0.0/25" }],
         data_dir: dataDir,
-        configuration_path: "/nonexistent",
       },
     }),
   );

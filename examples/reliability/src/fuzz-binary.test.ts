@@ -37,11 +37,17 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 const inSandbox = (path: string) => resolve(path).startsWith(`${sandbox}/`);
 
 /**
- * The case made safe to run as root: the flat file at a real path, and the file store kept in the
- * sandbox (an absent or outside `data_dir` is pointed into it; relative ones stay, they are refused).
- * A quarter of the cases go through the agent (`agent_required`, so a fallback cannot hide a failure).
+ * The case made safe to run as root: the flat file at a real path (the node's: IPAMKIT_CONFIGURATION_PATH),
+ * and the file store kept in the sandbox (an absent or outside `data_dir` is pointed into it;
+ * relative ones stay, they are refused). A quarter of the cases go through the agent: the node's
+ * flat file names it, with `agent_required` so a fallback cannot hide a failure (a flat file that
+ * is not a JSON object cannot name it: that case runs directly).
  */
-function prepare(c: CniCase, viaAgent: boolean, flatAt: string): { stdin: string; flat: string | undefined } | undefined {
+function prepare(
+  c: CniCase,
+  viaAgent: boolean,
+  flatAt: string,
+): { stdin: string; flat: string | undefined; viaAgent: boolean } | undefined {
   let stdin = c.stdin.replaceAll(FLAT_DIR, flatAt);
   const contain = (ipam: Record<string, unknown>) => {
     const dir = ipam.data_dir;
@@ -55,7 +61,6 @@ function prepare(c: CniCase, viaAgent: boolean, flatAt: string): { stdin: string
   }
   if (isObject(conf) && isObject(conf.ipam)) {
     contain(conf.ipam);
-    if (viaAgent) Object.assign(conf.ipam, { agent_socket: agent.socketPath, agent_required: true });
     try {
       stdin = JSON.stringify(conf);
     } catch {
@@ -65,6 +70,8 @@ function prepare(c: CniCase, viaAgent: boolean, flatAt: string): { stdin: string
     }
   }
   let flat = c.flat;
+  let routed = false;
+  const agentKeys = { agent_socket: agent.socketPath, agent_required: true };
   if (flat !== undefined) {
     try {
       const parsed: unknown = JSON.parse(flat);
@@ -72,11 +79,18 @@ function prepare(c: CniCase, viaAgent: boolean, flatAt: string): { stdin: string
         parsed.data_dir = storeDir;
         flat = JSON.stringify(parsed);
       }
+      if (viaAgent && isObject(parsed)) {
+        flat = JSON.stringify({ ...parsed, ...agentKeys });
+        routed = true;
+      }
     } catch {
       // not JSON: the plugin reports it
     }
+  } else if (viaAgent) {
+    flat = JSON.stringify(agentKeys);
+    routed = true;
   }
-  return { stdin, flat };
+  return { stdin, flat, viaAgent: routed };
 }
 
 /** Variables as a runtime can pass them: no NUL (a C string ends there), at most 32 Ki characters (Linux refuses a string over 128 KiB). */
@@ -106,21 +120,20 @@ it(`${CASES} generated invocations of the built binary (bytes on stdin, raw env,
   let rawEnvCases = 0;
   let nonUtf8Stdin = 0;
   const tasks = samples.map(([c, hurt, rawEnv, lane], i) => async () => {
-    const viaAgent = lane === 0;
-    // each case its own flat-file directory (two run at a time)
+    // each case its own node flat-file directory (two run at a time)
     const own = join(flatDir, String(i));
     mkdirSync(own);
-    const prepared = prepare(c, viaAgent, own);
+    const prepared = prepare(c, lane === 0, own);
     if (prepared === undefined) {
       tally.add("skipped:too-deep-to-contain");
       return;
     }
-    const { stdin: text, flat } = prepared;
+    const { stdin: text, flat, viaAgent } = prepared;
     if (flat !== undefined) writeFileSync(join(own, "whereabouts.conf"), flat);
     const bytes = hurt(Buffer.from(text, "utf8"));
     if (!Buffer.from(bytes.toString("utf8"), "utf8").equals(bytes)) nonUtf8Stdin += 1;
     if (viaAgent) agentCases += 1;
-    const env = clean(c.env);
+    const env: Record<string, string> = { ...clean(c.env), IPAMKIT_CONFIGURATION_PATH: own };
     const raw = rawEnv === undefined ? undefined : { [rawEnv[0]]: rawEnv[1] };
     if (raw !== undefined) rawEnvCases += 1;
     const outcome = await runBinary(env, bytes, { boundMs: BOUND_MS, ...(raw === undefined ? {} : { rawEnv: raw }) });
@@ -147,27 +160,32 @@ it("oversized and unreadable stdin: direct and through the agent, a CNI error or
   const conf = (ipam: Record<string, unknown>) => ({
     cniVersion: "1.0.0",
     name: "big",
-    ipam: { type: "ipamkit", range: "10.9.0.0/24", data_dir: storeDir, configuration_path: "/nonexistent", ...ipam },
+    ipam: { type: "ipamkit", range: "10.9.0.0/24", data_dir: storeDir, ...ipam },
   });
+  // two nodes: one without a flat file, one whose flat file names the agent (agent_required)
+  const agentNode = join(sandbox, "agent-node");
+  mkdirSync(agentNode, { recursive: true });
+  writeFileSync(join(agentNode, "whereabouts.conf"), JSON.stringify({ agent_socket: agent.socketPath, agent_required: true }));
   const padded = (ipam: Record<string, unknown>) => Buffer.from(`${JSON.stringify(conf(ipam))}${" ".repeat(big)}`);
   const hugeValue = (ipam: Record<string, unknown>) => Buffer.from(JSON.stringify({ ...conf(ipam), padding: "p".repeat(big) }));
-  const viaAgent = () => ({ agent_socket: agent.socketPath, agent_required: true });
-  const cases: [string, Buffer][] = [
-    [`a valid config padded to ${big >> 20} MiB`, padded({})],
-    [`a config with a ${big >> 20} MiB value`, hugeValue({})],
-    [`a valid config padded to ${big >> 20} MiB, through the agent`, padded(viaAgent())],
-    [`a config with a ${big >> 20} MiB value, through the agent`, hugeValue(viaAgent())],
+  const direct = "/nonexistent";
+  const cases: [string, Buffer, string][] = [
+    [`a valid config padded to ${big >> 20} MiB`, padded({}), direct],
+    [`a config with a ${big >> 20} MiB value`, hugeValue({}), direct],
+    [`a valid config padded to ${big >> 20} MiB, through the agent`, padded({}), agentNode],
+    [`a config with a ${big >> 20} MiB value, through the agent`, hugeValue({}), agentNode],
     [
       "2 MiB of random bytes",
       Buffer.from(fc.sample(fc.uint8Array({ minLength: 2 << 20, maxLength: 2 << 20 }), { numRuns: 1, seed: SEED })[0] ?? []),
+      direct,
     ],
-    ["invalid UTF-8 inside the network name", Buffer.from(JSON.stringify(conf({})).replace('"big"', '"b\xff\xfeg"'), "latin1")],
-    ["nothing at all", Buffer.alloc(0)],
+    ["invalid UTF-8 inside the network name", Buffer.from(JSON.stringify(conf({})).replace('"big"', '"b\xff\xfeg"'), "latin1"), direct],
+    ["nothing at all", Buffer.alloc(0), direct],
   ];
   const env = { CNI_COMMAND: "ADD", CNI_CONTAINERID: "big1", CNI_IFNAME: "net1", CNI_NETNS: "/var/run/netns/x", CNI_PATH: "/opt/cni/bin" };
   const seen: string[] = [];
-  for (const [what, bytes] of cases) {
-    const outcome = await runBinary(env, bytes, { boundMs: BOUND_MS * 3 });
+  for (const [what, bytes, node] of cases) {
+    const outcome = await runBinary({ ...env, IPAMKIT_CONFIGURATION_PATH: node }, bytes, { boundMs: BOUND_MS * 3 });
     const verdict = judge("ADD", outcome, BOUND_MS * 3);
     seen.push(`${what}: ${verdict.label} in ${Math.round(outcome.ms)} ms`);
     expect(verdict.problems, what).toEqual([]);

@@ -6,6 +6,7 @@ import { type KubeApiserver, startKubeApiserver } from "@ipamkit/kube-apiserver-
 import { createKubernetesStore, ipPoolName } from "@ipamkit/storage-kubernetes";
 import { CoreV1Api, CustomObjectsApi, type KubernetesObject, KubernetesObjectApi, loadAllYaml } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { onNode, useNode } from "../../cni-plugin/test/node-files.js";
 import { RECONCILER, scratchDir } from "../test/campaign.js";
 import { runBinary } from "../test/subprocess.js";
 
@@ -23,6 +24,7 @@ const CNI_USER = "system:serviceaccount:kube-system:ipamkit-cni";
 const RECONCILER_USER = "system:serviceaccount:kube-system:ipamkit-reconciler";
 
 const dir = scratchDir("rbac");
+useNode(scratchDir("rbac-node"));
 const auditLog = join(dir, "audit.log");
 let server: KubeApiserver;
 
@@ -143,7 +145,8 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
   const conf = (extra: Record<string, unknown> = {}, top: Record<string, unknown> = {}) => ({
     cniVersion: "1.1.0",
     name: "rbac-net",
-    ipam: { type: "ipamkit", range, kubernetes: { kubeconfig: cniKubeconfig }, configuration_path: "/nonexistent-ipamkit", ...extra },
+    // the kubeconfig is a node-level key (issue 47): the node's flat file
+    ipam: onNode({ type: "ipamkit", range, kubernetes: { kubeconfig: cniKubeconfig }, ...extra }),
     ...top,
   });
   const cni = async (command: string, id: string, c: object, pod?: { name: string; uid: string }) => {

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { type EtcdInstance, startEtcd } from "@ipamkit/etcd-launcher";
 import { type KubeTestServer, startKubeTestServer } from "@ipamkit/kube-test-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nodeFlatFile, onNode, useNode } from "../../cni-plugin/test/node-files.js";
 import { RECONCILER, scratchDir, Tally } from "../test/campaign.js";
 import { type AgentProcess, runBinary, startAgent } from "../test/subprocess.js";
 
@@ -73,10 +74,15 @@ function reconciler(what: string, args: string[], timeoutMs = 60_000): Promise<n
   });
 }
 
+// the node's flat file: the store credentials and the agent's keys are node-level (issue 47), so
+// each call's are written there (onNode, calls one at a time) and the rest is the network config
+const nodeDir = join(dir, "node");
+execFileSync("mkdir", ["-p", nodeDir]);
+useNode(nodeDir);
 const conf = (ipam: Record<string, unknown>, name = "secret-net") => ({
   cniVersion: "1.1.0",
   name,
-  ipam: { type: "ipamkit", range: "10.65.0.0/24", configuration_path: "/nonexistent-ipamkit", ...ipam },
+  ipam: onNode({ type: "ipamkit", range: "10.65.0.0/24", ...ipam }),
 });
 
 let etcd: EtcdInstance;
@@ -135,13 +141,10 @@ describe("an etcd password is never printed or logged", () => {
       expect((await plugin(`${mode} bad range`, "ADD", badRange)).answer.code).toBe(7);
       const typo = conf({ etcd_host: host(), etcd_pasword: PASSWORD, ...via() });
       expect((await plugin(`${mode} misspelt key`, "ADD", typo)).answer.code).toBe(7);
-      const flatDir = join(dir, `flat-${mode}`);
-      execFileSync("mkdir", ["-p", flatDir]);
-      file(
-        `flat-${mode}/whereabouts.conf`,
-        JSON.stringify({ etcd_host: "127.0.0.1:1", etcd_username: "ipam", etcd_password: PASSWORD, range: 7 }),
-      );
-      expect((await plugin(`${mode} flat file`, "ADD", conf({ configuration_path: flatDir, ...via() }))).answer.code).toBe(7);
+      // the password only in the node's flat file, which is invalid (range: 7)
+      const flatOnly = conf({});
+      nodeFlatFile(nodeDir, { etcd_host: "127.0.0.1:1", etcd_username: "ipam", etcd_password: PASSWORD, range: 7, ...via() });
+      expect((await plugin(`${mode} flat file`, "ADD", flatOnly)).answer.code).toBe(7);
       tally.add("etcd failures forced", 7);
     });
   }

@@ -6,6 +6,7 @@ import type { TLSSocket } from "node:tls";
 import { type EtcdInstance, makeTestCertificates, startEtcd } from "@ipamkit/etcd-launcher";
 import { type KubeTestServer, startKubeTestServer } from "@ipamkit/kube-test-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { onNode, useNode } from "../../cni-plugin/test/node-files.js";
 import { scratchDir, Tally } from "../test/campaign.js";
 import { runBinary } from "../test/subprocess.js";
 
@@ -15,6 +16,7 @@ import { runBinary } from "../test/subprocess.js";
 // (never silently falls back to trusting anyone); a TLS file that cannot be read is a config error.
 
 const dir = scratchDir("tls");
+useNode(scratchDir("tls-node"));
 const tally = new Tally();
 const certs = (name: string) => {
   const at = `${dir}/${name}`;
@@ -30,7 +32,8 @@ async function add(what: string, ipam: Record<string, unknown>): Promise<number 
   const conf = {
     cniVersion: "1.1.0",
     name: `tls-${n++}`,
-    ipam: { type: "ipamkit", range: "10.66.0.0/24", configuration_path: "/nonexistent-ipamkit", ...ipam },
+    // the credentials are node-level keys (issue 47): written to the node's flat file for this call
+    ipam: onNode({ type: "ipamkit", range: "10.66.0.0/24", ...ipam }),
   };
   const r = await runBinary(env, Buffer.from(JSON.stringify(conf)), { boundMs: 60_000 });
   const answer = r.exitCode === 0 ? 0 : (JSON.parse(r.stdout) as { code: number }).code;

@@ -8,9 +8,10 @@ import type { Outcome } from "./oracle.js";
 /** The flat file a case's `configuration_path` (FLAT_DIR) points at. */
 const FLAT_FILE = `${FLAT_DIR}/whereabouts.conf`;
 
-/** A file system that holds only the case's flat file: no host file under /etc is ever read. */
+/** A file system that holds only the case's flat file, the node's (at FLAT_DIR): no host file under /etc is ever read. */
 export function caseFs(flat: string | undefined): ConfigFs {
   return {
+    configurationPath: FLAT_DIR,
     exists: (path) => path === FLAT_FILE && flat !== undefined,
     readText(path) {
       if (path === FLAT_FILE && flat !== undefined) return flat;

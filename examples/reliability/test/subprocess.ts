@@ -2,6 +2,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+// the node a campaign runs on (its flat file: node-level keys), shared with the plugin's own tests
+import { nodeEnv } from "../../cni-plugin/test/node-files.js";
 import { AGENT, PLUGIN } from "./campaign.js";
 import type { Outcome } from "./oracle.js";
 
@@ -34,7 +36,10 @@ export function runBinary(
         ];
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(cmd, args, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env }, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(cmd, args, {
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...nodeEnv(), ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on("data", (d: Buffer) => out.push(d));
@@ -75,7 +80,7 @@ export async function startAgent(args: string[] = [], env: Record<string, string
   const socketPath = join(mkdtempSync(join(tmpdir(), "ipamkit-rel-agent-")), "agent.sock");
   const child = spawn(AGENT, ["--socket", socketPath, "--log-level", "debug", ...args], {
     stdio: ["ignore", "pipe", "pipe"],
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...nodeEnv(), ...env },
   });
   let output = "";
   child.stdout?.on("data", (d) => {

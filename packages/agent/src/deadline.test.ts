@@ -7,6 +7,7 @@ import type { IpamStore } from "@ipamkit/core";
 import { createFileStore } from "@ipamkit/storage-file";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { forwardToAgent } from "./client.js";
+import { nodeFs } from "./server.fixtures.js";
 import { type Agent, startAgent } from "./server.js";
 import { checkSocketDirectory } from "./socket-file.js";
 
@@ -21,7 +22,7 @@ beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), "ipamkit-deadline-"));
   writeFileSync(join(dir, "whereabouts.conf"), "{}");
   opened = 0;
-  agent = await startAgent({ socketPath: join(dir, "run", "agent.sock"), openStore });
+  agent = await startAgent({ socketPath: join(dir, "run", "agent.sock"), openStore, fs: nodeFs(dir) });
 });
 afterEach(async () => {
   await agent?.close();
@@ -34,7 +35,7 @@ const conf = () =>
   JSON.stringify({
     cniVersion: "1.0.0",
     name: "net",
-    ipam: { type: "ipamkit", range: "10.31.0.0/24", configuration_path: dir, data_dir: join(dir, "store") },
+    ipam: { type: "ipamkit", range: "10.31.0.0/24", data_dir: join(dir, "store") },
   });
 const env = { CNI_COMMAND: "ADD", CNI_CONTAINERID: "c1", CNI_IFNAME: "net1", CNI_NETNS: "/x", CNI_PATH: "/x" };
 

@@ -3,21 +3,25 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { hostConfigFs } from "@ipamkit/cni";
 
-/** A fresh dir holding an empty flat config (whereabouts.conf), and the agent's socket path in it (not created yet). */
+/** A fresh dir holding an empty flat config (whereabouts.conf: the node's, see nodeFs), and the agent's socket path in it (not created yet). */
 export function makeAgentDir(): { dir: string; socketPath: string } {
   const dir = mkdtempSync(join(tmpdir(), "ipamkit-agent-"));
   writeFileSync(join(dir, "whereabouts.conf"), "{}");
   return { dir, socketPath: join(dir, "run", "agent.sock") };
 }
 
-/** The network config of a call: its store and flat config in `dir`, `ipam` overriding. */
+/** The network config of a call: its store in `dir`, `ipam` overriding. */
 export const confIn = (dir: string, ipam: Record<string, unknown> = {}) =>
   JSON.stringify({
     cniVersion: "1.1.0",
     name: "net",
-    ipam: { type: "ipamkit", range: "10.30.0.0/24", data_dir: join(dir, "store"), configuration_path: dir, ...ipam },
+    ipam: { type: "ipamkit", range: "10.30.0.0/24", data_dir: join(dir, "store"), ...ipam },
   });
+
+/** The agent's view of the node: its flat file is `dir`'s (IPAMKIT_CONFIGURATION_PATH, as the chart would set it). */
+export const nodeFs = (dir: string) => hostConfigFs({ env: { IPAMKIT_CONFIGURATION_PATH: dir }, euid: process.geteuid?.() ?? 0 });
 
 export const env = (command: string, containerId = "c1") => ({
   CNI_COMMAND: command,

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { createFileStore } from "@ipamkit/storage-file";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { forwardToAgent } from "./client.js";
-import { confIn, env, makeAgentDir, rawCallTo } from "./server.fixtures.js";
+import { confIn, env, makeAgentDir, nodeFs, rawCallTo } from "./server.fixtures.js";
 import { type Agent, startAgent } from "./server.js";
 
 // The native forwarder's raw frame; the JSON frame, per-node blocks and the socket's life are in server.test.ts.
@@ -17,7 +17,7 @@ const rawCall = (bytes: string) => rawCallTo(socketPath, bytes);
 
 beforeEach(async () => {
   ({ dir, socketPath } = makeAgentDir());
-  agent = await startAgent({ socketPath, openStore: async (config) => createFileStore({ dir: config.dataDir }) });
+  agent = await startAgent({ socketPath, openStore: async (config) => createFileStore({ dir: config.dataDir }), fs: nodeFs(dir) });
 });
 afterEach(async () => {
   await agent?.close();
@@ -46,14 +46,14 @@ describe("the agent", () => {
 
     it("answers the same call as the JSON frame would, lengths counted in UTF-8 bytes", async () => {
       // a multi-byte network name travels into the error message: byte and character counts differ
-      const named = conf({ agent_socket: socketPath, range: "10.30.0.0/33" }).replace('"name":"net"', '"name":"nét-ü"');
+      const named = conf({ range: "10.30.0.0/33" }).replace('"name":"net"', '"name":"nét-ü"');
       const viaRaw = parseRaw(await rawCall(rawRequest(named, socketPath, "ADD", "e1")));
       const viaJson = await forwardToAgent({ socketPath, env: env("ADD", "e1"), stdin: named });
       expect(viaRaw).toEqual({ exitCode: viaJson.exitCode, stdout: viaJson.stdout, stderr: viaJson.stderr });
       expect(viaRaw.exitCode).toBe(1);
       expect(JSON.parse(viaRaw.stdout)).toMatchObject({ code: 7 });
 
-      const added = parseRaw(await rawCall(rawRequest(conf({ agent_socket: socketPath }), socketPath)));
+      const added = parseRaw(await rawCall(rawRequest(conf(), socketPath)));
       expect(added.exitCode).toBe(0);
       expect(JSON.parse(added.stdout).ips).toEqual([{ address: "10.30.0.1/24" }]);
       expect(agent?.stats()).toMatchObject({ raw: 2, requests: 3 });

@@ -6,7 +6,7 @@ import { delegatingStore, type IpamStore, StoreConflictError } from "@ipamkit/co
 import { createFileStore } from "@ipamkit/storage-file";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AgentUnavailableError, agentStats, forwardToAgent } from "./client.js";
-import { confIn, env, makeAgentDir, rawCallTo } from "./server.fixtures.js";
+import { confIn, env, makeAgentDir, nodeFs, rawCallTo } from "./server.fixtures.js";
 import { type Agent, startAgent } from "./server.js";
 
 // The raw frame (the native forwarder's) is in server.raw-frame.test.ts.
@@ -52,7 +52,7 @@ beforeEach(async () => {
   conflicts = 0;
   claimReads = 0;
   poolReads = 0;
-  agent = await startAgent({ socketPath, openStore });
+  agent = await startAgent({ socketPath, openStore, fs: nodeFs(dir) });
 });
 afterEach(async () => {
   await agent?.close();
@@ -119,7 +119,7 @@ describe("the agent", () => {
   });
 
   it("a flat file written, edited or removed between calls counts from the next call, config cache or not", async () => {
-    const stdin = JSON.stringify({ cniVersion: "1.1.0", name: "net", ipam: { type: "ipamkit", configuration_path: dir } });
+    const stdin = JSON.stringify({ cniVersion: "1.1.0", name: "net", ipam: { type: "ipamkit" } });
     const flat = join(dir, "whereabouts.conf");
     const addressAfter = async (content: object | undefined, containerId: string) => {
       if (content === undefined) rmSync(flat);
@@ -155,9 +155,11 @@ describe("the agent", () => {
       node_block_size: 16,
       node_name: "node-a",
       network_name: network,
-      agent_socket: socketPath,
       ...extra,
     });
+    /** The node's flat file: the agent keys are the node's (issue 47). */
+    const onNode = (required: boolean) =>
+      writeFileSync(join(dir, "whereabouts.conf"), JSON.stringify({ agent_socket: socketPath, agent_required: required }));
     const call = async (command: string, id: string, ipam: Record<string, unknown>) => {
       const answer = await forwardToAgent({ socketPath, env: env(command, id), stdin: conf(ipam) });
       expect(answer.exitCode, answer.stdout).toBe(0);
@@ -179,7 +181,8 @@ describe("the agent", () => {
         ["blue", true],
         ["green", false],
       ] as const) {
-        const ipam = blocks(network, { agent_required: required });
+        onNode(required);
+        const ipam = blocks(network);
         await call("ADD", `${network}-first`, ipam); // claims the node's first block
         const adds = await perCall(
           Array.from({ length: 5 }, (_, i) => ["ADD", `${network}${i}`]),
@@ -198,7 +201,8 @@ describe("the agent", () => {
         ["blue", true],
         ["green", false],
       ] as const) {
-        const ipam = blocks(network, { agent_required: required });
+        onNode(required);
+        const ipam = blocks(network);
         for (let i = 0; i < 20; i++) await call("ADD", `${network}${i}`, ipam); // two blocks of 16
         const adds = await perCall(
           Array.from({ length: 3 }, (_, i) => ["ADD", `${network}${i + 20}`]),

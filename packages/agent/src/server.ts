@@ -1,6 +1,6 @@
-import { existsSync, readFileSync, unlinkSync } from "node:fs";
+import { unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
-import { type ConfigFs, createConfigCache } from "@ipamkit/cni";
+import { createConfigCache, hostConfigFs } from "@ipamkit/cni";
 import pino, { type Logger } from "pino";
 import { type Agent, type AgentOptions, type AgentStats, newStats } from "./agent-types.js";
 import { type Connections, serveConnection } from "./connection.js";
@@ -13,8 +13,6 @@ export type { Agent, AgentOptions, AgentStats } from "./agent-types.js";
 
 // The agent: a Unix socket server (here), its connections (connection.ts) and the CNI calls they
 // carry (call.ts). It serves every call it is sent: the route was decided by the binary.
-
-const realFs: ConfigFs = { exists: existsSync, readText: (path) => readFileSync(path, "utf8") };
 
 /** Listens on `socketPath` with mode 0600 from the start (umask), then restricted explicitly. */
 async function listen(server: Server, socketPath: string): Promise<void> {
@@ -71,7 +69,8 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   const ctx: Connections & { closing: boolean } = {
     options,
     logger,
-    fs: options.fs ?? realFs,
+    // the node's flat file from this process's environment (the chart's), never from a request
+    fs: options.fs ?? hostConfigFs({ env: process.env, euid: process.geteuid?.() ?? 0 }),
     queue: new KeyedQueue(),
     stores,
     configCache,

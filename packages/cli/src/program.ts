@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { formatIp, type IpamStore, ipAt, type PoolRef, parseCidr, poolId } from "@ipamkit/core";
 import type { PodSource } from "@ipamkit/reconciler";
 import { type Command, Option } from "commander";
@@ -5,6 +6,7 @@ import { audit } from "./audit.js";
 import { CliError, EXIT } from "./errors.js";
 import { type Progress, readInventory } from "./inventory.js";
 import { type OpenedStore, openStore } from "./open-store.js";
+import { preflight, preflightText } from "./preflight.js";
 import { release } from "./release.js";
 import { resolveStoreSpec, type StoreFlags, type StoreSpec } from "./store-spec.js";
 import { auditText, poolJson, poolsTable, releaseText, showJson, showTable } from "./views.js";
@@ -94,12 +96,66 @@ async function findPool(store: IpamStore, spec: StoreSpec, name: string) {
   return matches[0] as PoolRef;
 }
 
-/** The four commands on a commander program. */
+/** The commands on a commander program. */
 export function addCommands(program: Command, io: Io): void {
   addPoolsCommand(program, io);
   addShowCommand(program, io);
   addAuditCommand(program, io);
   addReleaseCommand(program, io);
+  addPreflightCommand(program, io);
+}
+
+/** `ipamkit preflight`: can Whereabouts' binary be swapped for ipamkit's on this cluster? Exit 0 only when safe. */
+function addPreflightCommand(program: Command, io: Io): void {
+  program
+    .command("preflight")
+    .description(
+      "before replacing Whereabouts: every NAD's IPAM config (accepted / with warnings / refused, with the fix) and every IPPool, ORIP and NodeSlicePool (what ipamkit refuses or repairs); exit 0 only when the swap is safe",
+    )
+    .option("--kubeconfig <path>", "the cluster (default: KUBECONFIG, then ~/.kube/config)")
+    .option("--namespace <ns>", "Whereabouts' pool namespace (default: the kubeconfig context's, else kube-system)")
+    .option("--flat-file <path>", "the nodes' whereabouts.conf, read as each node reads it beside every NAD")
+    .addOption(
+      new Option("--settle <duration>", "read pool findings again after this long; only those still there count")
+        .default(2_000, "2s")
+        .argParser(duration("--settle")),
+    )
+    .option("--json", "JSON on stdout, for scripts")
+    .option("--progress", "progress lines on stderr (default: when stderr is a terminal)")
+    .action(async (flags: { kubeconfig?: string; namespace?: string; flatFile?: string; settle: number } & OutputFlags) => {
+      const flat = flags.flatFile === undefined ? undefined : readFlatFile(flags.flatFile);
+      if (flags.kubeconfig === undefined && process.env.KUBECONFIG === undefined) {
+        throw new CliError("preflight reads the cluster: give --kubeconfig PATH (or set KUBECONFIG)");
+      }
+      const storeFlags = {
+        ...(flags.kubeconfig === undefined ? {} : { kubeconfig: flags.kubeconfig }),
+        ...(flags.namespace === undefined ? {} : { namespace: flags.namespace }),
+      };
+      await withStore(
+        {
+          ...storeFlags,
+          ...(flags.json === undefined ? {} : { json: flags.json }),
+          ...(flags.progress === undefined ? {} : { progress: flags.progress }),
+        },
+        io,
+        async ({ store, kubeConfig }, spec, progress) => {
+          if (kubeConfig === undefined) throw new CliError("preflight needs a Kubernetes cluster (--kubeconfig)");
+          const { resolveNamespace } = await import("@ipamkit/storage-kubernetes");
+          const namespace = resolveNamespace(kubeConfig, spec.namespace);
+          const report = await preflight({ kubeConfig, namespace, store, spec, flat, settleMs: flags.settle, progress });
+          io.out(flags.json === true ? JSON.stringify(report, null, 2) : preflightText(report));
+          io.exit(report.safe ? EXIT.ok : EXIT.findings);
+        },
+      );
+    });
+}
+
+function readFlatFile(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (error) {
+    throw new CliError(`cannot read --flat-file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
 }
 
 /** `ipamkit pools`: every pool with its usage. */

@@ -114,7 +114,7 @@ const NO_RANGE = "192.0.2.0/30";
  * (`whereabouts.conf`: the IPAM keys alone). Validated by the plugin's own loader, so the CLI reads
  * exactly the store the plugin would.
  */
-function netConfOf(path: string): { netconf: Record<string, unknown>; flat: boolean } {
+function netConfOf(path: string): { netconf: Record<string, unknown>; flat: boolean; flatFile?: string } {
   let raw: unknown;
   try {
     raw = JSON.parse(readText(path, "--config"));
@@ -137,14 +137,14 @@ function netConfOf(path: string): { netconf: Record<string, unknown>; flat: bool
   return fromObject(obj, path);
 }
 
-function netConfOfText(text: string, path: string): { netconf: Record<string, unknown>; flat: boolean } {
+function netConfOfText(text: string, path: string): { netconf: Record<string, unknown>; flat: boolean; flatFile?: string } {
   const parsed = JSON.parse(text) as unknown;
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
     throw new CliError(`--config ${path}: spec.config must be a JSON object`);
   return fromObject(parsed as Record<string, unknown>, path);
 }
 
-function fromObject(obj: Record<string, unknown>, path: string): { netconf: Record<string, unknown>; flat: boolean } {
+function fromObject(obj: Record<string, unknown>, path: string): { netconf: Record<string, unknown>; flat: boolean; flatFile?: string } {
   if (Array.isArray(obj.plugins)) {
     const plugin = (obj.plugins as unknown[]).find((p) => p !== null && typeof p === "object" && "ipam" in (p as object)) as
       | Record<string, unknown>
@@ -153,19 +153,24 @@ function fromObject(obj: Record<string, unknown>, path: string): { netconf: Reco
     return { netconf: { cniVersion: obj.cniVersion, name: obj.name, ...plugin }, flat: false };
   }
   if (obj.ipam !== undefined) return { netconf: obj, flat: false };
-  // a flat file: the plugin's loader reads it through configuration_path, as it would on a node
-  const ipam: Record<string, unknown> = { type: "ipamkit", configuration_path: path };
+  // a flat file: the plugin's loader reads it as the node's flat file, as it would on a node
+  const ipam: Record<string, unknown> = { type: "ipamkit" };
   const names = obj.range !== undefined || obj.ipRanges !== undefined;
   if (!names) ipam.range = NO_RANGE;
-  return { netconf: { cniVersion: "1.0.0", name: "ipamkit-cli", ipam }, flat: !names };
+  return { netconf: { cniVersion: "1.0.0", name: "ipamkit-cli", ipam }, flat: !names, flatFile: path };
 }
 
 function fromConfig(path: string, flags: StoreFlags): StoreSpec {
-  const { netconf, flat } = netConfOf(path);
+  const { netconf, flat, flatFile } = netConfOf(path);
   let config: IpamConfig;
   try {
     config = loadIpamConfig(JSON.stringify(netconf), {
-      fs: { exists: existsSync, readText: (p) => readFileSync(p, "utf8") },
+      // the operator names the file: it is this run's node flat file (a network config's own keys never are)
+      fs: {
+        exists: existsSync,
+        readText: (p) => readFileSync(p, "utf8"),
+        ...(flatFile === undefined ? {} : { configurationPath: flatFile }),
+      },
       command: "STATUS",
     });
   } catch (error) {

@@ -11,6 +11,7 @@ import {
   type IpamStore,
   ipAt,
   keepExpired,
+  parseIp,
   type Range,
 } from "@ipamkit/core";
 import { CNI_CODES, CniError } from "./errors.js";
@@ -87,8 +88,11 @@ function needKey(ctx: CommandContext): AttachmentKey {
 
 /** The Lease an ADD holds (`whereabouts_lease`); asked for but not provided is an error, never ignored. */
 function leaseOf(ctx: CommandContext): Exclusive | undefined {
-  if (ctx.config.kubernetes.whereaboutsLease !== true) return undefined;
+  const asked = ctx.config.kubernetes.whereaboutsLease;
+  if (asked === undefined || ctx.config.datastore !== "kubernetes") return undefined;
   if (ctx.exclusive === undefined) {
+    // auto: an edge that cannot hold it has nothing to coordinate with
+    if (asked === "auto") return undefined;
     throw new CniError(CNI_CODES.UNSUPPORTED_FIELD, "ipam.whereabouts_lease: this plugin build cannot hold Whereabouts' Lease");
   }
   return ctx.exclusive;
@@ -109,13 +113,21 @@ export async function add(ctx: CommandContext): Promise<object> {
     ...(args.podUid === undefined ? {} : { podUid: args.podUid }),
     ...(config.sticky === undefined ? {} : { sticky: config.sticky.keepSeconds }),
   });
+  const gatewayOf = (range: Range) => config.gateways[ctx.ranges.indexOf(range)];
   return buildResult({
     cniVersion: config.cniVersion,
-    ips: assigned.map((a) => ({
-      address: a.address,
-      prefix: a.range.cidr.prefix,
-      ...(a.range.gateway === undefined ? {} : { gateway: a.range.gateway }),
-    })),
+    ips: [
+      ...assigned.map((a) => {
+        const gateway = gatewayOf(a.range);
+        return { address: a.address, prefix: a.range.cidr.prefix, ...(gateway === undefined ? {} : { gateway: parseIp(gateway) }) };
+      }),
+      // Whereabouts appends `addresses` (static) after the allocated ones
+      ...config.staticAddresses.map(({ address, gateway }) => {
+        const slash = address.indexOf("/");
+        const ip = { address: parseIp(address.slice(0, slash)), prefix: Number(address.slice(slash + 1)) };
+        return gateway === undefined ? ip : { ...ip, gateway: parseIp(gateway) };
+      }),
+    ],
     routes: config.routes,
     dns: config.dns,
   });

@@ -20,12 +20,14 @@ function editableFs() {
       if (text === undefined) throw new Error(`ENOENT: ${path}`);
       return text;
     },
+    // the node's flat file (its location is the node's, never the config's)
+    configurationPath: "/etc/flat",
   };
   return { fs, files, counts };
 }
 
 const conf = (ipam: Record<string, unknown> = {}) =>
-  JSON.stringify({ cniVersion: "1.1.0", name: "net1", ipam: { type: "ipamkit", configuration_path: "/etc/flat", ...ipam } });
+  JSON.stringify({ cniVersion: "1.1.0", name: "net1", ipam: { type: "ipamkit", ...ipam } });
 
 describe("createConfigCache", () => {
   it("answers the same stdin from memory: the same frozen config and ranges as a fresh prepare", () => {

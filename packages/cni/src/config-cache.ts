@@ -30,7 +30,7 @@ export interface ConfigCache {
 }
 
 /** One file-system question the loader asked, with the answer it got. */
-type Observation = { path: string; exists: boolean } | { path: string; text: string };
+type Observation = { path: string; exists: boolean } | { path: string; text: string } | { path: string; untrusted: string | undefined };
 
 interface Entry {
   prepared: PreparedConfig;
@@ -82,7 +82,18 @@ export function createConfigCache(options: ConfigCacheOptions = {}): ConfigCache
 }
 
 function observing(fs: ConfigFs, observed: Observation[]): ConfigFs {
+  const untrusted = fs.untrusted?.bind(fs);
   return {
+    ...(fs.configurationPath === undefined ? {} : { configurationPath: fs.configurationPath }),
+    ...(untrusted === undefined
+      ? {}
+      : {
+          untrusted(path: string) {
+            const reason = untrusted(path);
+            observed.push({ path, untrusted: reason });
+            return reason;
+          },
+        }),
     exists(path) {
       const exists = fs.exists(path);
       observed.push({ path, exists });
@@ -98,7 +109,13 @@ function observing(fs: ConfigFs, observed: Observation[]): ConfigFs {
 
 function sameAnswers(observed: readonly Observation[], fs: ConfigFs): boolean {
   try {
-    return observed.every((o) => ("exists" in o ? fs.exists(o.path) === o.exists : fs.readText(o.path) === o.text));
+    return observed.every((o) =>
+      "exists" in o
+        ? fs.exists(o.path) === o.exists
+        : "text" in o
+          ? fs.readText(o.path) === o.text
+          : fs.untrusted?.(o.path) === o.untrusted,
+    );
   } catch {
     // an unreadable file now: the full load reports it
     return false;

@@ -102,19 +102,14 @@ function requestedIp(text: string, key: string): string {
 /** Well-typed values ipamkit does not support: CNI code 2, naming the key and value. */
 export function checkUnsupported(ipam: IpamInput, sourceOf: SourceOf): void {
   const fail = (key: keyof IpamInput, reason: string) => configError(2, `ipam.${key}`, ipam[key], reason, { source: sourceOf(key) });
-  if (ipam.addresses !== undefined && ipam.addresses.length > 0) {
-    throw fail("addresses", "static addresses in the IPAM config are not supported; request them with runtimeConfig.ips or args.cni.ips");
-  }
   if (present(ipam.node_slice_size)) {
     throw fail(
       "node_slice_size",
       "Whereabouts' node slices need its node-slice controller and NodeSlicePool objects, which ipamkit does not run; ipamkit's own per-node blocks need no controller: set node_block_size (addresses per block) instead",
     );
   }
-  if (ipam.sleep_for_race !== undefined && ipam.sleep_for_race !== 0) {
-    throw fail("sleep_for_race", "not supported (a Whereabouts race-reproduction switch); remove it or set 0");
-  }
-  if (present(ipam.datastore) && !DATASTORES.includes(ipam.datastore as Datastore)) {
+  const asWhereabouts = ipam.type === "whereabouts" && present(ipam.kubernetes?.kubeconfig);
+  if (!asWhereabouts && present(ipam.datastore) && !DATASTORES.includes(ipam.datastore as Datastore)) {
     throw fail("datastore", `unsupported datastore (supported: ${DATASTORES.join(", ")})`);
   }
   if (present(ipam.allocation_policy) && !POLICIES.includes(ipam.allocation_policy as IpamConfig["policy"])) {
@@ -153,16 +148,30 @@ export function checkNodeBlocks(
   return { size, ...(present(ipam.node_name) ? { node: ipam.node_name } : {}) };
 }
 
-/** `datastore` if set; otherwise kubernetes when a kubeconfig is given, etcd when an etcd host is, else file. */
-export function chooseDatastore(ipam: IpamInput, sourceOf: SourceOf): Datastore {
+/**
+ * `datastore` if set; otherwise kubernetes when a kubeconfig is given, etcd when an etcd host is,
+ * else file. With `type: "whereabouts"` and a kubeconfig, the store is Kubernetes whatever
+ * `datastore` says, as Whereabouts (Kubernetes only since v0.6) reads it: a stale `datastore: etcd`
+ * beside the installer's flat file must not move a network to another store (a warning says so).
+ */
+export function chooseDatastore(ipam: IpamInput, sourceOf: SourceOf, warnings: string[] = []): Datastore {
   const kubeconfig = ipam.kubernetes?.kubeconfig;
-  const datastore: Datastore = present(ipam.datastore)
-    ? (ipam.datastore as Datastore)
-    : present(kubeconfig)
-      ? "kubernetes"
-      : present(ipam.etcd_host)
-        ? "etcd"
-        : "file";
+  const asWhereabouts = ipam.type === "whereabouts" && present(kubeconfig);
+  if (asWhereabouts && present(ipam.datastore) && ipam.datastore !== "kubernetes") {
+    const from = sourceOf("datastore");
+    warnings.push(
+      `ipam.datastore ${JSON.stringify(ipam.datastore)}${from === undefined ? "" : ` (from flat file ${from})`} is ignored: with type "whereabouts" and kubernetes.kubeconfig the store is Kubernetes, as in Whereabouts; set type "ipamkit" to use another store`,
+    );
+  }
+  const datastore: Datastore = asWhereabouts
+    ? "kubernetes"
+    : present(ipam.datastore)
+      ? (ipam.datastore as Datastore)
+      : present(kubeconfig)
+        ? "kubernetes"
+        : present(ipam.etcd_host)
+          ? "etcd"
+          : "file";
   const source = { source: sourceOf("datastore") };
   if (datastore === "kubernetes" && !present(kubeconfig)) {
     throw configError(7, "ipam.kubernetes.kubeconfig", kubeconfig, 'required when datastore is "kubernetes"', source);
@@ -182,6 +191,7 @@ export function warnUnused(ipam: IpamInput, datastore: Datastore, sourceOf: Sour
   for (const key of LEADER_KEYS) {
     if (ipam[key] !== undefined) warn(key, "ipamkit takes no Lease; every write is a compare-and-swap");
   }
+  if (ipam.sleep_for_race !== undefined && ipam.sleep_for_race !== 0) warn("sleep_for_race", "a Whereabouts race-reproduction pause");
   if (ipam.reconciler_cron_expression !== undefined) warn("reconciler_cron_expression", "it is read by the reconciler, not by the plugin");
   if (ipam.log_file !== undefined) warn("log_file", "the plugin logs to stderr");
   if (ipam.log_level !== undefined) warn("log_level", "the plugin logs to stderr");

@@ -89,8 +89,21 @@ export function fromZodError(error: z.core.$ZodError, root: unknown, prefix: rea
   }
   const key = formatPath([...prefix, ...issue.path]);
   const value = valueAt(root, issue.path);
-  const reason = value === undefined && issue.code === "invalid_type" ? "required" : issue.message;
+  const reason = value === undefined && issue.code === "invalid_type" ? "required" : `${issue.message}${nearestForm(issue, value)}`;
   return configError(7, key, value, reason, { source });
+}
+
+/** The nearest accepted form of a value of the wrong JSON type (`"false"` → false), or "". */
+function nearestForm(issue: z.core.$ZodIssue, value: unknown): string {
+  if (issue.code !== "invalid_type") return "";
+  const expected = issue.expected;
+  if (expected === "boolean" && (value === "true" || value === "false")) return `; write ${value} (no quotes)`;
+  if ((expected === "number" || expected === "int") && typeof value === "string" && /^-?\d+(\.\d+)?$/.test(value.trim())) {
+    return `; write ${value.trim()} (no quotes)`;
+  }
+  if (expected === "string" && (typeof value === "number" || typeof value === "boolean")) return `; write "${String(value)}"`;
+  if (expected === "array" && typeof value === "string") return `; write [${JSON.stringify(value)}]`;
+  return "";
 }
 
 /** JSON.parse without leaking the parsed text: V8 quotes a snippet of the input in some messages. */
@@ -102,6 +115,13 @@ export function parseJson(text: string, key: string, what: string): unknown {
     const reason = raw.replace(/,\s*".*" is not valid JSON$/s, "");
     throw new ConfigError(6, key, `${what} is not valid JSON: ${reason}`);
   }
+}
+
+/** `text` with every occurrence of the given secrets (3 characters or more) replaced by `<redacted>`. */
+export function scrubText(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) if (secret.length >= 3 && out.includes(secret)) out = out.split(secret).join("<redacted>");
+  return out;
 }
 
 /** Replaces every occurrence of the given secrets in a ConfigError message (a last line of defence). */

@@ -30,6 +30,10 @@ type Docs<T> = { [K in keyof Required<T>]: KeyDoc };
 type Of<S extends { _zod: { output: unknown } }> = S["_zod"]["output"];
 
 const same = "same key, same meaning";
+/** Node-level keys (config-node-keys.ts): why in docs/configuration.md, "Node-level settings". */
+const NODE_AGENT = "**Node-level**: only the node's flat file sets it; in a network config it is ignored, with a warning.";
+const NODE_CREDENTIAL =
+  "**Node-level**: only the node's flat file sets it; a network config's value is ignored with a warning when it differs, refused (code 7) when the node sets none.";
 const dropped = "accepted and dropped";
 
 export const IPAM_KEY_DOCS: Docs<IpamInput> = {
@@ -41,18 +45,25 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
     bad: "10.0.0.0/33",
   },
   range_start: {
-    description: "First address handed out from `range`.",
+    description:
+      "First address handed out from `range`; one outside the usable span, or unreadable, is ignored with a warning (as Whereabouts ignores it).",
     default: "the first usable address",
-    whereabouts: "same; an out-of-range value is an error here, ignored there",
-    bad: "10.0.1.5",
+    whereabouts: "same",
+    bad: 5,
   },
   range_end: {
-    description: "Last address handed out from `range` (inclusive).",
+    description:
+      "Last address handed out from `range` (inclusive); one outside the usable span or below the start is ignored with a warning (as Whereabouts ignores it).",
     default: "the last usable address",
-    whereabouts: "same; an out-of-range value is an error here, ignored there",
-    bad: "10.0.9.0",
+    whereabouts: "same",
+    bad: 5,
   },
-  exclude: { description: "CIDRs or addresses of `range` never handed out.", default: "`[]`", whereabouts: same, bad: ["10.0.0.0/99"] },
+  exclude: {
+    description: "CIDRs or addresses of `range` never handed out; one outside the range is ignored with a warning.",
+    default: "`[]`",
+    whereabouts: "same; an unreadable entry is refused here, fails every ADD there",
+    bad: ["10.0.0.0/99"],
+  },
   ipRanges: {
     description: "More ranges, one address each (dual stack, multi-IP); an ADD takes all or none. Keys: below.",
     default: "`[]`",
@@ -60,17 +71,19 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
     bad: "10.0.1.0/24",
   },
   gateway: {
-    description: "Gateway of every range of its family that sets none.",
+    description:
+      "Gateway in the result of every range of its family that sets none; it may lie outside the range. Inside it, it is never handed out.",
     default: "none",
-    whereabouts: "same; Whereabouts attaches it to both families",
-    bad: "fd00::1",
+    whereabouts: "same, but Whereabouts hands it out and attaches it to both families",
+    bad: "nope",
   },
   routes: { description: "Routes copied into the result. Keys: below.", default: "`[]`", whereabouts: same, bad: { dst: "0.0.0.0/0" } },
   dns: { description: "DNS settings copied into the result. Keys: below.", default: "none", whereabouts: same, bad: ["10.0.0.53"] },
   addresses: {
-    description: "Static addresses: not supported; request addresses with `runtimeConfig.ips` or `args.cni.ips`.",
-    whereabouts: "static addresses appended to the result",
-    bad: [{ address: "10.0.0.5/24" }],
+    description: 'Static addresses (`{address: "10.10.0.5/24", gateway?}`) appended to every result, never reserved in a pool.',
+    default: "`[]`",
+    whereabouts: same,
+    bad: [{ address: "10.0.0.5" }],
   },
   enable_overlapping_ranges: {
     description: "One owner per address across pools whose ranges overlap (claims). Only the inline value counts.",
@@ -96,9 +109,15 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
   },
   leader_renew_deadline: { description: "Accepted, unused (a warning).", whereabouts: "renew deadline, 1000 ms", bad: -1 },
   leader_retry_period: { description: "Accepted, unused (a warning).", whereabouts: "retry period, 500 ms", bad: -1 },
-  sleep_for_race: { description: "Only 0 is accepted.", default: "0", whereabouts: "race-reproduction pause, s", bad: 5 },
+  sleep_for_race: {
+    description: "Accepted, unused (a warning when not 0).",
+    default: "0",
+    whereabouts: "race-reproduction pause, s",
+    bad: "5",
+  },
   reconciler_cron_expression: {
-    description: "Accepted, unused by the plugin (a warning); the reconciler takes `--schedule`.",
+    description:
+      "Accepted, unused by the plugin (a warning); the reconciler takes `--schedule` or `--schedule-file` (the chart: `reconciler.schedule`, through its ConfigMap and `--schedule-file`).",
     whereabouts: "reconciler schedule when /cron-schedule/config is absent",
     bad: 5,
   },
@@ -106,9 +125,10 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
   log_level: { description: "Accepted, unused (a warning).", whereabouts: "log level, `debug`", bad: 5 },
   kubernetes: { description: "The Kubernetes store's settings. Keys: below.", default: "none", whereabouts: same, bad: "kubeconfig" },
   configuration_path: {
-    description: "Flat file, or its directory (`whereabouts.conf` in it), searched first.",
-    default: `then ${DEFAULT_FLAT_FILE_PATHS.map((p) => `\`${p}\``).join(", ")}`,
-    whereabouts: "same; a missing flat file is no error here",
+    description:
+      "**Node-level**: ignored in a network config, with a warning. The node names its flat file (or its directory) with `IPAMKIT_CONFIGURATION_PATH` in the runtime's and the agent's environment.",
+    default: `${DEFAULT_FLAT_FILE_PATHS.map((p) => `\`${p}\``).join(", ")}, the first that exists`,
+    whereabouts: "read from the NAD there; a missing flat file is no error here",
     bad: 5,
   },
   datastore: {
@@ -130,11 +150,26 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
     bad: "",
     with: { datastore: "etcd" },
   },
-  etcd_username: { description: "etcd user.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
-  etcd_password: { description: "etcd password; never printed.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
-  etcd_key_file: { description: "etcd TLS client key file.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
-  etcd_cert_file: { description: "etcd TLS client certificate file.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
-  etcd_ca_cert_file: { description: "etcd TLS CA file.", default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
+  etcd_username: { description: `etcd user. ${NODE_CREDENTIAL}`, default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
+  etcd_password: {
+    description: `etcd password; never printed. ${NODE_CREDENTIAL}`,
+    default: "none",
+    whereabouts: `${dropped} since v0.6`,
+    bad: 5,
+  },
+  etcd_key_file: {
+    description: `etcd TLS client key file. ${NODE_CREDENTIAL}`,
+    default: "none",
+    whereabouts: `${dropped} since v0.6`,
+    bad: 5,
+  },
+  etcd_cert_file: {
+    description: `etcd TLS client certificate file. ${NODE_CREDENTIAL}`,
+    default: "none",
+    whereabouts: `${dropped} since v0.6`,
+    bad: 5,
+  },
+  etcd_ca_cert_file: { description: `etcd TLS CA file. ${NODE_CREDENTIAL}`, default: "none", whereabouts: `${dropped} since v0.6`, bad: 5 },
   allocation_policy: {
     description: "`lowest-free` or `round-robin`.",
     default: (load) => load({}).policy,
@@ -154,16 +189,16 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
     bad: "node 1",
   },
   agent_socket: {
-    description: "The node-local agent's Unix socket; the binary forwards calls there.",
+    description: `The node-local agent's Unix socket; the binary forwards calls there. ${NODE_AGENT}`,
     default: "none (direct mode)",
     whereabouts: "—",
     bad: "run/ipamkit.sock",
   },
   agent_required: {
-    description: "Fail the call when the agent cannot answer, instead of running it in-process.",
+    description: `Fail the call when the agent cannot answer, instead of running it in-process. ${NODE_AGENT}`,
     default: (load) => load({}).agent.required,
     whereabouts: "—",
-    bad: true,
+    bad: "yes",
   },
   agent_timeout: {
     description: "Bound of a call through the agent, seconds.",
@@ -172,7 +207,7 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
     bad: 60,
   },
   agent_uid: {
-    description: "Besides root, the uid the agent may run as (checked on the socket's peer).",
+    description: `Besides root, the uid the agent may run as (checked on the socket's peer). ${NODE_AGENT}`,
     default: "root only",
     whereabouts: "—",
     bad: -1,
@@ -191,8 +226,9 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
     bad: 0,
   },
   whereabouts_lease: {
-    description: "Hold Whereabouts' `whereabouts` Lease around each ADD's writes, for a Whereabouts running beside ipamkit.",
-    default: "`false`",
+    description:
+      "Hold Whereabouts' `whereabouts` Lease around each ADD's writes: `true` always, `false` never; unset, only while Whereabouts was seen writing that Lease in the last hour (one read of the Lease per ADD; Kubernetes store, not with `node_block_size`).",
+    default: "unset (auto)",
     whereabouts: "its per-operation leader election",
     bad: true,
   },
@@ -200,14 +236,24 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
 
 export const RANGE_ENTRY_DOCS: Docs<Of<typeof rangeEntrySchema>> = {
   range: { description: "A CIDR, or `first-last/prefix`.", default: "required", whereabouts: same, bad: "10.0.1.0" },
-  range_start: { description: "First address handed out.", default: "the first usable address", whereabouts: same, bad: "10.0.9.1" },
-  range_end: { description: "Last address handed out.", default: "the last usable address", whereabouts: same, bad: "10.0.1.300" },
+  range_start: {
+    description: "First address handed out; outside the usable span, ignored with a warning.",
+    default: "the first usable address",
+    whereabouts: "same (an unreadable one is refused by both)",
+    bad: "010.0.1.5",
+  },
+  range_end: {
+    description: "Last address handed out; outside the usable span or below the start, ignored with a warning.",
+    default: "the last usable address",
+    whereabouts: "same (an unreadable one is refused by both)",
+    bad: "10.0.1.300",
+  },
   exclude: { description: "CIDRs or addresses never handed out.", default: "`[]`", whereabouts: same, bad: ["x"] },
   gateway: {
-    description: "This range's gateway (wins over `ipam.gateway`).",
+    description: "This range's gateway (wins over `ipam.gateway`); of the range's family.",
     default: "`ipam.gateway`",
     whereabouts: "— (one top-level gateway)",
-    bad: "10.0.9.1",
+    bad: "fd00::1",
   },
 };
 
@@ -222,7 +268,12 @@ export const ROUTE_DOCS: Docs<Of<typeof routeSchema>> = {
 };
 
 export const DNS_DOCS: Docs<Of<typeof dnsSchema>> = {
-  nameservers: { description: "Name server addresses.", default: "none", whereabouts: same, bad: ["dns.example"] },
+  nameservers: {
+    description: "Name servers (a host name is passed on with a warning).",
+    default: "none",
+    whereabouts: same,
+    bad: "10.0.0.53",
+  },
   domain: { description: "Local domain.", default: "none", whereabouts: same, bad: 5 },
   search: { description: "Search domains.", default: "none", whereabouts: same, bad: "example.com" },
   options: { description: "Resolver options.", default: "none", whereabouts: same, bad: "ndots:2" },
@@ -230,7 +281,7 @@ export const DNS_DOCS: Docs<Of<typeof dnsSchema>> = {
 
 export const KUBERNETES_DOCS: Docs<Of<typeof kubernetesSchema>> = {
   kubeconfig: {
-    description: "Kubeconfig of the Kubernetes store; its context's namespace holds the pools. Re-read on every call.",
+    description: `Kubeconfig of the Kubernetes store; its context's namespace holds the pools. Re-read on every call. ${NODE_CREDENTIAL}`,
     default: "required with `datastore: kubernetes`",
     whereabouts: same,
     bad: "",
@@ -241,7 +292,7 @@ export const KUBERNETES_DOCS: Docs<Of<typeof kubernetesSchema>> = {
 
 /** Network-config keys outside `ipam` that the plugin reads (the rest belong to the main plugin). */
 export const NETCONF_KEY_DOCS: Omit<Docs<NetConfInput>, "ipam"> = {
-  cniVersion: { description: "CNI version of the config: 0.3.0 to 1.1.0.", default: "required", whereabouts: same, bad: "0.2.0" },
+  cniVersion: { description: "CNI version of the config: 0.1.0 to 1.1.0.", default: "required", whereabouts: same, bad: "0.0.9" },
   name: { description: "Network name (libcni's name rule).", default: "required", whereabouts: same, bad: "my net" },
   type: { description: "The main plugin (not read).", whereabouts: same, bad: 5 },
   runtimeConfig: {

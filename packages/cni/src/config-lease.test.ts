@@ -5,6 +5,8 @@ import { CniError } from "./errors.js";
 import type { ConfigFs } from "./types.js";
 
 const FLAT = "/etc/cni/net.d/whereabouts.d/whereabouts.conf";
+/** A node whose flat file names the kubeconfig (a node-level key: issue 47). */
+const KUBE = { [FLAT]: { kubernetes: { kubeconfig: "/k" } } };
 
 function fs(files: Record<string, object> = {}): ConfigFs {
   return {
@@ -31,9 +33,12 @@ const configError = (run: () => unknown): ConfigError => {
 
 describe("ipam.whereabouts_lease", () => {
   it("is off by default, and on with the Kubernetes store (inline or from the flat file)", () => {
-    expect(load({ kubernetes: { kubeconfig: "/k" } }).kubernetes.whereaboutsLease).toBeUndefined();
-    expect(load({ kubernetes: { kubeconfig: "/k" }, whereabouts_lease: false }).kubernetes.whereaboutsLease).toBeUndefined();
-    expect(load({ kubernetes: { kubeconfig: "/k" }, whereabouts_lease: true }).kubernetes).toEqual({
+    // unset: auto, taken only while Whereabouts is seen using it
+    expect(load({}, KUBE).kubernetes.whereaboutsLease).toBe("auto");
+    expect(load({ node_block_size: 16 }, KUBE).kubernetes.whereaboutsLease).toBeUndefined();
+    expect(load({}).kubernetes.whereaboutsLease).toBeUndefined();
+    expect(load({ whereabouts_lease: false }, KUBE).kubernetes.whereaboutsLease).toBeUndefined();
+    expect(load({ whereabouts_lease: true }, KUBE).kubernetes).toEqual({
       kubeconfig: "/k",
       whereaboutsLease: true,
     });
@@ -49,21 +54,19 @@ describe("ipam.whereabouts_lease", () => {
     const etcd = configError(() => load({ etcd_host: "127.0.0.1:2379", whereabouts_lease: true }));
     expect(etcd.cniCode).toBe(7);
     expect(etcd.message).toContain('not "etcd"');
-    const blocks = configError(() =>
-      load({ kubernetes: { kubeconfig: "/k" }, whereabouts_lease: true, node_block_size: 16, node_name: "n1" }),
-    );
+    const blocks = configError(() => load({ whereabouts_lease: true, node_block_size: 16, node_name: "n1" }, KUBE));
     expect(blocks.cniCode).toBe(7);
     expect(blocks.message).toContain("node_block_size");
   });
 
   it("is a typed error, not a default, for a value that is not a boolean", () => {
-    const error = configError(() => load({ kubernetes: { kubeconfig: "/k" }, whereabouts_lease: "yes" }));
+    const error = configError(() => load({ whereabouts_lease: "yes" }, KUBE));
     expect(error.cniCode).toBe(7);
     expect(error.message).toContain("whereabouts_lease");
   });
 
   it("fails an ADD with code 2 when asked for but the edge provides no Lease", async () => {
-    const config = load({ kubernetes: { kubeconfig: "/k" }, whereabouts_lease: true });
+    const config = load({ whereabouts_lease: true }, KUBE);
     const ctx = { config, ranges: [], store: {} as never, args: { ips: [], ignoreUnknown: false, unknown: [] }, stderr: () => undefined };
     await expect(add(ctx)).rejects.toBeInstanceOf(CniError);
     await expect(add(ctx)).rejects.toMatchObject({ code: 2, message: expect.stringContaining("whereabouts_lease") });

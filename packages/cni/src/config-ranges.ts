@@ -1,70 +1,211 @@
 import {
+  type Cidr,
+  cidrContains,
   type Family,
-  InvalidAddressError,
+  formatIp,
   InvalidRangeError,
   type Ip,
-  parseCidr,
-  parseIp,
+  ipAt,
+  MIN_RANGE_PREFIX,
   parseRange,
   type Range,
   type RangeSpec,
 } from "@ipamkit/core";
-import { type ConfigError, configError, formatValue } from "./config-errors.js";
+import { configError, formatValue } from "./config-errors.js";
 import type { IpamInput } from "./config-schema.js";
+import { parseCidrSloppy, parseCidrStrict, parseIpSloppy, parseIpStrict } from "./config-sloppy.js";
 
 /** Where a key came from, for messages: undefined (inline) or the flat-file path. */
 export type SourceOf = (ipamKey: string) => string | undefined;
 
+/** One range as written: the top-level `range` (with its keys) or an `ipRanges` entry. */
 interface Entry {
   /** Key prefix of this entry: `ipam.` for the top-level range, `ipam.ipRanges[i].` otherwise. */
   prefix: string;
-  /** Where a key of this entry (`range`, `range_start`, …) came from. */
+  /** Where a key of this entry came from. */
   sourceFor: SourceOf;
-  /** Where a top-level key (`gateway`) came from. */
-  rootSource: SourceOf;
-  spec: RangeSpec;
+  range: string;
+  rangeStart: string | undefined;
+  rangeEnd: string | undefined;
+  exclude: readonly string[];
+  /** The top-level bounds are read sloppily and ignored when unreadable; an entry's strictly (Go's net.IP). */
+  topLevel: boolean;
   gateway: string | undefined;
+}
+
+/** The ranges of a config: core ranges (what is handed out) and each one's result gateway. */
+export interface BuiltRanges {
+  ranges: Range[];
+  /** The gateway each range's result carries (it may lie outside the range, as Whereabouts allows). */
+  gateways: (string | undefined)[];
 }
 
 function present(value: string | undefined): value is string {
   return value !== undefined && value !== "";
 }
 
-function entriesOf(ipam: IpamInput, sourceOf: SourceOf): Entry[] {
+function entriesOf(ipam: IpamInput, sourceOf: SourceOf, warnings: string[]): Entry[] {
   const entries: Entry[] = [];
   if (present(ipam.range)) {
-    const spec: RangeSpec = { range: ipam.range };
-    if (ipam.range_start !== undefined) spec.range_start = ipam.range_start;
-    if (ipam.range_end !== undefined) spec.range_end = ipam.range_end;
-    if (ipam.exclude !== undefined) spec.exclude = ipam.exclude;
-    entries.push({ prefix: "ipam.", sourceFor: sourceOf, rootSource: sourceOf, spec, gateway: undefined });
+    entries.push({
+      prefix: "ipam.",
+      sourceFor: sourceOf,
+      range: ipam.range,
+      rangeStart: ipam.range_start,
+      rangeEnd: ipam.range_end,
+      exclude: ipam.exclude ?? [],
+      topLevel: true,
+      gateway: undefined,
+    });
   } else {
-    // Bounds without a range would be dropped; refuse instead.
+    // Whereabouts drops them without a range; so does ipamkit, saying so.
     for (const key of ["range_start", "range_end"] as const) {
-      if (present(ipam[key])) {
-        throw configError(7, `ipam.${key}`, ipam[key], "set without ipam.range", { source: sourceOf(key) });
-      }
+      if (present(ipam[key])) warnings.push(`ipam.${key} ${formatValue(key, ipam[key])} is ignored: set without ipam.range`);
     }
     if (ipam.exclude !== undefined && ipam.exclude.length > 0) {
-      throw configError(7, "ipam.exclude", ipam.exclude, "set without ipam.range (each ipRanges entry has its own exclude)", {
-        source: sourceOf("exclude"),
-      });
+      warnings.push("ipam.exclude is ignored: set without ipam.range (each ipRanges entry has its own exclude)");
     }
   }
   (ipam.ipRanges ?? []).forEach((entry, index) => {
-    const spec: RangeSpec = { range: entry.range };
-    if (entry.range_start !== undefined) spec.range_start = entry.range_start;
-    if (entry.range_end !== undefined) spec.range_end = entry.range_end;
-    if (entry.exclude !== undefined) spec.exclude = entry.exclude;
     entries.push({
       prefix: `ipam.ipRanges[${index}].`,
       sourceFor: () => sourceOf("ipRanges"),
-      rootSource: sourceOf,
-      spec,
+      range: entry.range,
+      rangeStart: entry.range_start,
+      rangeEnd: entry.range_end,
+      exclude: entry.exclude ?? [],
+      topLevel: false,
       gateway: present(entry.gateway) ? entry.gateway : undefined,
     });
   });
   return entries;
+}
+
+interface Parsed {
+  cidr: Cidr;
+  /** The bounds as written (range text or keys), before clamping. */
+  start: Ip | undefined;
+  end: Ip | undefined;
+}
+
+/** `range` (a CIDR or `first-last/prefix`) and the entry's bounds, read as Whereabouts reads them. */
+function parseBounds(entry: Entry, warnings: string[]): Parsed {
+  const { prefix, range } = entry;
+  const source = { source: entry.sourceFor("range") };
+  // not trimmed: Go's ParseCIDR refuses " 10.0.0.0/24", and so does ipamkit
+  const text = range;
+  const dash = text.indexOf("-");
+  if (dash >= 0) {
+    const start = parseIpSloppy(text.slice(0, dash));
+    if (start === undefined) throw configError(7, `${prefix}range`, range, "the address before '-' is not an IP address", source);
+    const tail = parseCidrSloppy(text.slice(dash + 1));
+    if (tail === undefined) {
+      throw configError(7, `${prefix}range`, range, "the part after '-' must be address/prefix (e.g. 10.0.0.10-10.0.0.20/24)", source);
+    }
+    if (!cidrContains(tail.cidr, start))
+      throw configError(7, `${prefix}range`, range, `first address is outside ${tail.cidr.text}`, source);
+    for (const key of ["range_start", "range_end"] as const) {
+      const own = key === "range_start" ? entry.rangeStart : entry.rangeEnd;
+      if (present(own))
+        warnings.push(`${prefix}${key} ${formatValue(key, own)} is ignored: ${prefix}range gives the bounds, as in Whereabouts`);
+    }
+    return { cidr: tail.cidr, start, end: tail.ip };
+  }
+  const parsed = parseCidrSloppy(text);
+  if (parsed === undefined) throw configError(7, `${prefix}range`, range, "not a CIDR (address/prefix, e.g. 10.0.0.0/24)", source);
+  return { cidr: parsed.cidr, start: bound(entry, "range_start", warnings), end: bound(entry, "range_end", warnings) };
+}
+
+/** An explicit `range_start`/`range_end`: sloppy and ignored when unreadable at the top level (Whereabouts' sanitizeIP), strict in an entry. */
+function bound(entry: Entry, key: "range_start" | "range_end", warnings: string[]): Ip | undefined {
+  const value = key === "range_start" ? entry.rangeStart : entry.rangeEnd;
+  if (!present(value)) return undefined;
+  const ip = entry.topLevel ? parseIpSloppy(value) : parseIpStrict(value);
+  if (ip !== undefined) return ip;
+  if (entry.topLevel) {
+    warnings.push(`${entry.prefix}${key} ${formatValue(key, value)} is not an IP address: ignored, as Whereabouts ignores it`);
+    return undefined;
+  }
+  throw configError(7, `${entry.prefix}${key}`, value, "not an IP address (e.g. 10.0.0.10; no leading zeros)", {
+    source: entry.sourceFor(key),
+  });
+}
+
+/**
+ * Whereabouts' GetIPRange: a bound counts only inside the usable span (range_end also not below
+ * the start); otherwise it is ignored. ipamkit does the same and warns.
+ */
+function clamp(entry: Entry, parsed: Parsed, warnings: string[]): { first: bigint; last: bigint } {
+  const { cidr } = parsed;
+  let first = 1n;
+  let last = cidr.size - 2n;
+  const offset = (ip: Ip) => (ip.family === cidr.family ? ip.value - cidr.network : -1n);
+  const ignored = (key: string, ip: Ip, why: string) =>
+    warnings.push(`${entry.prefix}${key} ${formatIp(ip)} is ignored: ${why}, as Whereabouts ignores it`);
+  if (parsed.start !== undefined) {
+    const at = offset(parsed.start);
+    if (at >= first && at <= last) first = at;
+    // the network address itself is Whereabouts' own default start: no news
+    else if (at !== 0n) ignored("range_start", parsed.start, `outside the usable span of ${cidr.text}`);
+  }
+  if (parsed.end !== undefined) {
+    const at = offset(parsed.end);
+    if (at >= first && at <= last) last = at;
+    else ignored("range_end", parsed.end, at >= 1n && at < first ? "below range_start" : `outside the usable span of ${cidr.text}`);
+  }
+  return { first, last };
+}
+
+/** `exclude`: strict CIDRs or addresses (an unreadable one fails every Whereabouts ADD); entries that miss the range are dropped. */
+function excludesOf(entry: Entry, cidr: Cidr, warnings: string[]): string[] {
+  const out: string[] = [];
+  entry.exclude.forEach((value, index) => {
+    const key = `${entry.prefix}exclude[${index}]`;
+    const text = typeof value === "string" ? value.trim() : value;
+    const asCidr = parseCidrStrict(text);
+    const ip = asCidr === undefined ? parseIpStrict(text) : undefined;
+    if (asCidr === undefined && ip === undefined) {
+      throw configError(7, key, value, "not a CIDR or an IP address (e.g. 10.0.0.0/28 or 10.0.0.5; no leading zeros)", {
+        source: entry.sourceFor("exclude"),
+      });
+    }
+    const canonical = asCidr?.text ?? formatIp(ip as Ip);
+    const from = asCidr?.network ?? (ip as Ip).value;
+    const size = asCidr?.size ?? 1n;
+    const family = asCidr?.family ?? (ip as Ip).family;
+    if (family !== cidr.family || from + size <= cidr.network || from >= cidr.network + cidr.size) {
+      warnings.push(`${key} ${formatValue(key, value)} has no effect: outside range ${cidr.text}`);
+      return;
+    }
+    const written = asCidr === undefined ? undefined : parseIpStrict(text.slice(0, text.indexOf("/")));
+    if (written !== undefined && written.value !== from)
+      warnings.push(`${key} ${formatValue(key, value)} has host bits set: taken as ${canonical}`);
+    out.push(canonical);
+  });
+  return out;
+}
+
+function familyName(family: Family): string {
+  return family === 4 ? "IPv4" : "IPv6";
+}
+
+/** The top-level `gateway` (sloppy, as Whereabouts parses it; unreadable fails there too). */
+function topGatewayOf(ipam: IpamInput, sourceOf: SourceOf): Ip | undefined {
+  if (!present(ipam.gateway)) return undefined;
+  const ip = parseIpSloppy(ipam.gateway.trim());
+  if (ip === undefined)
+    throw configError(7, "ipam.gateway", ipam.gateway, "not an IP address (e.g. 10.0.0.1)", { source: sourceOf("gateway") });
+  return ip;
+}
+
+/** Core's range for the clamped spec; only ipamkit's own refusals (documented deliberate differences) remain. */
+function coreRange(entry: Entry, spec: RangeSpec): Range {
+  try {
+    return parseRange(spec);
+  } catch (error) {
+    if (!(error instanceof InvalidRangeError)) throw error;
+    throw configError(7, `${entry.prefix}range`, entry.range, reasonOf(error), { source: entry.sourceFor("range"), cause: error });
+  }
 }
 
 /** Core's message is `… invalid <key> <json value>: <reason>`; keep only the reason. */
@@ -74,118 +215,92 @@ function reasonOf(error: InvalidRangeError): string {
   return at < 0 ? error.message : error.message.slice(at + marker.length);
 }
 
-/** Maps core's range error onto the user's key path and value. */
-function rangeError(error: InvalidRangeError, entry: Entry, gatewayKey: string, gatewayHint: string): ConfigError {
-  const reason = reasonOf(error);
-  const source = error.key === "gateway" && gatewayKey === "ipam.gateway" ? entry.rootSource("gateway") : entry.sourceFor(error.key);
-  const { spec, prefix } = entry;
-  switch (error.key) {
-    case "range_start":
-    case "range_end": {
-      const own = spec[error.key];
-      if (present(own)) return configError(7, `${prefix}${error.key}`, own, reason, { source, cause: error });
-      // The bound came from a `first-last/prefix` range.
-      return configError(7, `${prefix}range`, spec.range, `${error.key} ${JSON.stringify(error.value)} ${reason}`, {
-        source,
-        cause: error,
-      });
-    }
-    case "exclude": {
-      const index = (spec.exclude ?? []).indexOf(error.value);
-      const key = index < 0 ? `${prefix}exclude` : `${prefix}exclude[${index}]`;
-      return configError(7, key, error.value, reason, { source, cause: error });
-    }
-    case "gateway":
-      return configError(7, gatewayKey, error.value, `${reason}${gatewayHint}`, { source, cause: error });
-    default:
-      return configError(7, `${prefix}range`, spec.range, reason, { source, cause: error });
-  }
-}
-
-function parseEntry(entry: Entry, gatewayKey: string, gateway?: string, gatewayHint = ""): Range {
-  try {
-    return parseRange(gateway === undefined ? entry.spec : { ...entry.spec, gateway });
-  } catch (error) {
-    if (error instanceof InvalidRangeError) throw rangeError(error, entry, gatewayKey, gatewayHint);
-    throw error;
-  }
-}
-
-function familyName(family: Family): string {
-  return family === 4 ? "IPv4" : "IPv6";
-}
-
 /**
- * Builds the validated range list: `range` (with the top-level `range_start`, `range_end`, `exclude`)
- * first, then `ipRanges` in order. A per-entry `gateway` wins; the top-level `gateway` goes to every
- * range of its own family that has none. Every range is checked by core `parseRange`; the result
- * holds the parsed ranges, whose `spec` is canonical (`parseRange` accepts it again unchanged).
+ * Builds the range list as Whereabouts reads it: `range` (with the top-level `range_start`,
+ * `range_end`, `exclude`) first, then `ipRanges` in order; bounds outside the usable span and
+ * excludes outside the range ignored (with a warning each). A per-entry `gateway` wins; the
+ * top-level one goes to every range of its own family. A gateway inside the usable span is never
+ * handed out (ipamkit's deliberate difference); one outside the range is only reported. Refused:
+ * ranges with no usable address (/31, /32, /127, /128, or everything excluded), prefixes shorter
+ * than /8, unreadable `range`, `exclude` or `gateway`.
  */
-export function buildRanges(ipam: IpamInput, sourceOf: SourceOf, warnings: string[]): Range[] {
-  const entries = entriesOf(ipam, sourceOf);
+export function buildRanges(ipam: IpamInput, sourceOf: SourceOf, warnings: string[]): BuiltRanges {
+  const entries = entriesOf(ipam, sourceOf, warnings);
   if (entries.length === 0) {
     throw configError(7, "ipam.range", ipam.range, "at least one range is required (ipam.range or ipam.ipRanges)", {
       source: sourceOf("range"),
     });
   }
-  let topGateway: Ip | undefined;
-  if (present(ipam.gateway)) {
-    try {
-      topGateway = parseIp(ipam.gateway);
-    } catch (error) {
-      if (!(error instanceof InvalidAddressError)) throw error;
-      throw configError(7, "ipam.gateway", ipam.gateway, "not an IP address", { source: sourceOf("gateway"), cause: error });
-    }
-  }
+  const topGateway = topGatewayOf(ipam, sourceOf);
   let attached = 0;
-  let ofGatewayFamily = 0;
-  const ranges = entries.map((entry) => {
-    const plain = parseEntry(entry, `${entry.prefix}gateway`);
-    const matches = topGateway !== undefined && plain.family === topGateway.family;
-    if (matches) ofGatewayFamily += 1;
-    if (entry.gateway !== undefined) return parseEntry(entry, `${entry.prefix}gateway`, entry.gateway);
-    if (!matches) return plain;
-    attached += 1;
-    const hint = `; the top-level gateway applies to every ${familyName(plain.family)} range without its own, set ${entry.prefix}gateway instead`;
-    return parseEntry(entry, "ipam.gateway", ipam.gateway, entry.prefix === "ipam." ? "" : hint);
-  });
-  for (const [i, entry] of entries.entries()) warnHostBits(entry, ranges[i] as Range, warnings);
+  const ranges: Range[] = [];
+  const gateways: (string | undefined)[] = [];
+  for (const entry of entries) {
+    const parsed = parseBounds(entry, warnings);
+    const { cidr } = parsed;
+    const source = { source: entry.sourceFor("range") };
+    if (cidr.prefix < MIN_RANGE_PREFIX) {
+      throw configError(
+        7,
+        `${entry.prefix}range`,
+        entry.range,
+        `prefix /${cidr.prefix} is shorter than /${MIN_RANGE_PREFIX}; use /${MIN_RANGE_PREFIX} or longer`,
+        source,
+      );
+    }
+    if (cidr.size < 4n) {
+      throw configError(
+        7,
+        `${entry.prefix}range`,
+        entry.range,
+        `/${cidr.prefix} has no usable address (Whereabouts fails every ADD on it); use a /${cidr.family === 4 ? 30 : 126} or wider`,
+        source,
+      );
+    }
+    warnHostBits(entry, parsed, warnings);
+    const { first, last } = clamp(entry, parsed, warnings);
+    const spec: RangeSpec = { range: cidr.text };
+    if (first !== 1n) spec.range_start = formatIp(ipAt(cidr, first));
+    if (last !== cidr.size - 2n) spec.range_end = formatIp(ipAt(cidr, last));
+    const exclude = excludesOf(entry, cidr, warnings);
+    if (exclude.length > 0) spec.exclude = exclude;
+    let gateway: Ip | undefined;
+    if (entry.gateway !== undefined) {
+      gateway = parseIpSloppy(entry.gateway.trim());
+      if (gateway === undefined || gateway.family !== cidr.family) {
+        const why = gateway === undefined ? "not an IP address" : `not an ${familyName(cidr.family)} address`;
+        throw configError(7, `${entry.prefix}gateway`, entry.gateway, why, { source: entry.sourceFor("gateway") });
+      }
+    } else if (topGateway !== undefined && topGateway.family === cidr.family) {
+      gateway = topGateway;
+      attached += 1;
+    }
+    if (gateway !== undefined && cidrContains(cidr, gateway)) {
+      const at = gateway.value - cidr.network;
+      // never handed out (Whereabouts would hand it to a pod)
+      if (at >= 1n && at <= cidr.size - 2n) spec.gateway = formatIp(gateway);
+    }
+    ranges.push(coreRange(entry, spec));
+    gateways.push(gateway === undefined ? undefined : formatIp(gateway));
+  }
   if (topGateway !== undefined && attached === 0) {
     const family = familyName(topGateway.family);
-    if (ofGatewayFamily === 0) {
-      throw configError(7, "ipam.gateway", ipam.gateway, `no ${family} range to attach it to`, { source: sourceOf("gateway") });
-    }
-    warnings.push(`ipam.gateway is unused: every ${family} range sets its own gateway`);
+    const why = ranges.some((r) => r.family === topGateway.family)
+      ? `every ${family} range sets its own gateway`
+      : `no ${family} range to attach it to (Whereabouts would put it on addresses of the other family)`;
+    warnings.push(`ipam.gateway ${formatValue("gateway", ipam.gateway)} is unused: ${why}`);
   }
-  return ranges;
+  return { ranges, gateways };
 }
 
-/** The address part of `a.b.c.d/p`, when it is an address; undefined for other forms. */
-function addressOf(cidrText: string): Ip | undefined {
-  const slash = cidrText.indexOf("/");
-  if (slash < 0 || cidrText.includes("-")) return undefined; // `first-last/prefix`: the address is the range end
-  try {
-    return parseIp(cidrText.slice(0, slash));
-  } catch {
-    return undefined;
+/** A `range` written with host bits (`10.0.0.77/24`) is taken as its network, as Whereabouts does; a warning says so. */
+function warnHostBits(entry: Entry, parsed: Parsed, warnings: string[]): void {
+  const text = entry.range;
+  if (text.includes("-")) return; // `first-last/prefix`: the address is the range end
+  const written = parseCidrSloppy(text);
+  if (written !== undefined && written.ip.value !== parsed.cidr.network) {
+    warnings.push(`${entry.prefix}range ${formatValue("range", entry.range)} has host bits set: taken as ${parsed.cidr.text}`);
   }
-}
-
-/**
- * No setting is silently changed: a range or exclude CIDR with host bits set (`10.0.0.77/24`) is
- * accepted, as Whereabouts does, and taken as its network (`10.0.0.0/24`); a warning says so.
- */
-function warnHostBits(entry: Entry, range: Range, warnings: string[]): void {
-  const say = (key: string, value: string, taken: string) =>
-    warnings.push(`${key} ${formatValue(key, value)} has host bits set: taken as ${taken}`);
-  const address = addressOf(entry.spec.range.trim());
-  if (address !== undefined && address.value !== range.cidr.network) say(`${entry.prefix}range`, entry.spec.range, range.cidr.text);
-  (entry.spec.exclude ?? []).forEach((value, index) => {
-    const own = addressOf(value.trim());
-    if (own === undefined) return;
-    const canonical = parseCidr(value.trim());
-    if (own.value !== canonical.network) say(`${entry.prefix}exclude[${index}]`, value, canonical.text);
-  });
 }
 
 /** A range's canonical spec as a plain copy (the config's `ranges`). */

@@ -52,10 +52,17 @@ export const routeSchema = z.strictObject({
 });
 
 export const dnsSchema = z.strictObject({
-  nameservers: opt(z.array(ipString)),
+  // any text, as Whereabouts copies it (a host name gets a warning: resolv.conf wants addresses)
+  nameservers: opt(strings()),
   domain: opt(str()),
   search: opt(strings()),
   options: opt(strings()),
+});
+
+/** A static address Whereabouts appends to the result (`addresses`, as the static IPAM plugin). */
+export const addressSchema = z.strictObject({
+  address: str(),
+  gateway: opt(str()),
 });
 
 export const kubernetesSchema = z.strictObject({
@@ -78,20 +85,15 @@ const ipamShape = {
   gateway: opt(str()),
   routes: opt(z.array(routeSchema)),
   dns: opt(dnsSchema),
-  addresses: opt(z.array(z.unknown())),
+  addresses: opt(z.array(addressSchema)),
   enable_overlapping_ranges: opt(z.boolean()),
-  network_name: opt(
-    z
-      .string()
-      .check(
-        z.regex(NETWORK_NAME, { error: "must be empty or a lowercase DNS-1123 label fragment (a-z, 0-9, '-'; alphanumeric at both ends)" }),
-      ),
-  ),
+  // checked in config.ts, where the message can suggest the nearest valid name
+  network_name: opt(str()),
   node_slice_size: opt(str()),
   leader_lease_duration: opt(nonNegativeInt()),
   leader_renew_deadline: opt(nonNegativeInt()),
   leader_retry_period: opt(nonNegativeInt()),
-  sleep_for_race: opt(nonNegativeInt()),
+  sleep_for_race: opt(z.int()),
   reconciler_cron_expression: opt(str()),
   log_file: opt(str()),
   log_level: opt(str()),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CNI_FLAT, expectConfigError, HOST_FLAT, K8S_FLAT, load, memFs, netConf, V4 } from "./config-test-kit.js";
+import { CNI_FLAT, expectConfigError, HOST_FLAT, K8S_FLAT, load, memFs, netConf, onNode, V4 } from "./config-test-kit.js";
 
 describe("loadIpamConfig: flat file", () => {
   const INSTALLER_FLAT = {
@@ -23,19 +23,25 @@ describe("loadIpamConfig: flat file", () => {
     expect([config.flatFile, config.networkName]).toEqual([HOST_FLAT, "host"]);
   });
 
-  it("looks at ipam.configuration_path first, as a directory or as a file", () => {
+  it("looks only at the node's configuration path when it is set (a directory or a file), never at the config's", () => {
     const files = {
       [K8S_FLAT]: { network_name: "default" },
       "/opt/wa/whereabouts.conf": { network_name: "dir" },
       "/opt/x.conf": { network_name: "file" },
     };
-    let config = load(netConf({ ...V4, configuration_path: "/opt/wa/" }), { fs: memFs(files) });
+    const on = (configurationPath: string) => ({ ...memFs(files), configurationPath });
+    let config = load(netConf(V4), { fs: on("/opt/wa/") });
     expect([config.flatFile, config.networkName, config.warnings]).toEqual(["/opt/wa/whereabouts.conf", "dir", []]);
-    config = load(netConf({ ...V4, configuration_path: "/opt/x.conf" }), { fs: memFs(files) });
+    config = load(netConf(V4), { fs: on("/opt/x.conf") });
     expect([config.flatFile, config.networkName]).toEqual(["/opt/x.conf", "file"]);
-    config = load(netConf({ ...V4, configuration_path: "/opt/missing" }), { fs: memFs(files) });
+    config = load(netConf(V4), { fs: on("/opt/missing") });
+    expect([config.flatFile, config.networkName]).toEqual([undefined, ""]);
+    // a network config's configuration_path is not followed (issue 47): the defaults are searched
+    config = load(netConf({ ...V4, configuration_path: "/opt/x.conf" }), { fs: memFs(files) });
     expect([config.flatFile, config.networkName]).toEqual([K8S_FLAT, "default"]);
-    expect(config.warnings).toEqual([`ipam.configuration_path: no flat file at /opt/missing/whereabouts.conf; used ${K8S_FLAT}`]);
+    expect(config.warnings).toEqual([
+      `ipam.configuration_path is a node-level setting and is ignored in a network config: the node's flat file ${K8S_FLAT} is used (the node names it with IPAMKIT_CONFIGURATION_PATH)`,
+    ]);
   });
 
   it("fills only keys the inline config did not set, recursively, and inline values win", () => {
@@ -43,12 +49,12 @@ describe("loadIpamConfig: flat file", () => {
     const fs = memFs({ [CNI_FLAT]: flat });
     const fromFlat = load(netConf({ kubernetes: { k8s_api_root: "https://api" } }), { fs });
     expect(fromFlat.ranges).toEqual([{ range: "10.9.0.0/24", gateway: "10.9.0.1" }]);
-    expect(fromFlat.kubernetes).toEqual({ kubeconfig: "/flat.kubeconfig" });
+    expect(fromFlat.kubernetes).toEqual({ kubeconfig: "/flat.kubeconfig", whereaboutsLease: "auto" });
     expect(fromFlat.datastore).toBe("kubernetes");
     expect(fromFlat.networkName).toBe("flat");
-    const inline = load(netConf({ ...V4, network_name: "", gateway: "10.0.0.254", kubernetes: { kubeconfig: "/inline" } }), { fs });
+    const inline = load(netConf({ ...V4, network_name: "", gateway: "10.0.0.254", kubernetes: { k8s_api_root: "https://api" } }), { fs });
     expect(inline.ranges).toEqual([{ range: "10.0.0.0/24", gateway: "10.0.0.254" }]);
-    expect(inline.kubernetes).toEqual({ kubeconfig: "/inline" });
+    expect(inline.kubernetes).toEqual({ kubeconfig: "/flat.kubeconfig", whereaboutsLease: "auto" });
     // "" was set inline: it is not a zero value the flat file may overwrite.
     expect(inline.networkName).toBe("");
   });
@@ -68,7 +74,7 @@ describe("loadIpamConfig: flat file", () => {
   it("reads the installer's flat file: kubernetes datastore, cron warning naming the file", () => {
     const config = load(netConf(V4), { fs: memFs({ [CNI_FLAT]: INSTALLER_FLAT }) });
     expect(config.datastore).toBe("kubernetes");
-    expect(config.kubernetes).toEqual({ kubeconfig: INSTALLER_FLAT.kubernetes.kubeconfig });
+    expect(config.kubernetes).toEqual({ kubeconfig: INSTALLER_FLAT.kubernetes.kubeconfig, whereaboutsLease: "auto" });
     expect(config.flatFile).toBe(CNI_FLAT);
     expect(config.warnings).toEqual([
       `ipam.reconciler_cron_expression (from flat file ${CNI_FLAT}) is accepted but unused: it is read by the reconciler, not by the plugin`,
@@ -81,20 +87,21 @@ describe("loadIpamConfig: flat file", () => {
   });
 
   it("fails with code 7 naming the key and the file when the flat file is invalid", () => {
-    const fs = memFs({ [CNI_FLAT]: { datastore: "kubernetes", bogus: 1 } });
-    expectConfigError(() => load(netConf(V4), { fs }), 7, "ipam.bogus", "unknown key", CNI_FLAT);
-    const badRange = memFs({ [CNI_FLAT]: { range: "10.0.0.0/24", range_start: "10.1.0.1" } });
-    expectConfigError(() => load(netConf({}), { fs: badRange }), 7, "ipam.range_start", '"10.1.0.1"', CNI_FLAT);
+    const fs = memFs({ [CNI_FLAT]: { datastore: "kubernetes", log_level: 5 } });
+    expectConfigError(() => load(netConf(V4), { fs }), 7, "ipam.log_level", "5", CNI_FLAT);
+    const badRange = memFs({ [CNI_FLAT]: { ipRanges: [{ range: "10.0.0.0/24", exclude: ["x"] }] } });
+    expectConfigError(() => load(netConf({}), { fs: badRange }), 7, "ipam.ipRanges[0].exclude[0]", '"x"', CNI_FLAT);
     expectConfigError(() => load(netConf(V4), { fs: memFs({ [CNI_FLAT]: "[]" }) }), 7, CNI_FLAT, "JSON object");
   });
 });
 
 describe("loadIpamConfig: datastore", () => {
   it("infers the datastore: kubernetes from a kubeconfig, etcd from a host, else file", () => {
-    expect(load(netConf({ ...V4, kubernetes: { kubeconfig: "/k" } })).datastore).toBe("kubernetes");
+    const kube = { fs: onNode({ kubernetes: { kubeconfig: "/k" } }) };
+    expect(load(netConf(V4), kube).datastore).toBe("kubernetes");
     expect(load(netConf({ ...V4, etcd_host: "etcd:2379" })).datastore).toBe("etcd");
     expect(load(netConf(V4)).datastore).toBe("file");
-    const both = load(netConf({ ...V4, kubernetes: { kubeconfig: "/k" }, etcd_host: "etcd:2379" }));
+    const both = load(netConf({ ...V4, etcd_host: "etcd:2379" }), kube);
     expect(both.datastore).toBe("kubernetes");
     expect(both.warnings).toEqual(['ipam.etcd_host is accepted but unused: datastore is "kubernetes"']);
   });
@@ -103,23 +110,31 @@ describe("loadIpamConfig: datastore", () => {
     const config = load(
       netConf({
         ...V4,
+        type: "ipamkit",
         datastore: "file",
         data_dir: "/d",
-        kubernetes: { kubeconfig: "/k" },
-        etcd_host: "h",
-        etcd_password: "pw-value",
-        etcd_ca_cert_file: "/ca",
       }),
+      { fs: onNode({ kubernetes: { kubeconfig: "/k" }, etcd_host: "h", etcd_password: "pw-value", etcd_ca_cert_file: "/ca" }) },
     );
     expect(config.datastore).toBe("file");
     expect(config.warnings).toEqual([
-      'ipam.kubernetes.kubeconfig is accepted but unused: datastore is "file"',
-      'ipam.etcd_host is accepted but unused: datastore is "file"',
-      'ipam.etcd_password is accepted but unused: datastore is "file"',
-      'ipam.etcd_ca_cert_file is accepted but unused: datastore is "file"',
+      `ipam.kubernetes.kubeconfig (from flat file ${CNI_FLAT}) is accepted but unused: datastore is "file"`,
+      `ipam.etcd_host (from flat file ${CNI_FLAT}) is accepted but unused: datastore is "file"`,
+      `ipam.etcd_password (from flat file ${CNI_FLAT}) is accepted but unused: datastore is "file"`,
+      `ipam.etcd_ca_cert_file (from flat file ${CNI_FLAT}) is accepted but unused: datastore is "file"`,
     ]);
-    const k8s = load(netConf({ ...V4, datastore: "kubernetes", kubernetes: { kubeconfig: "/k" }, data_dir: "/d" }));
+    const k8s = load(netConf({ ...V4, datastore: "kubernetes", data_dir: "/d" }), { fs: onNode({ kubernetes: { kubeconfig: "/k" } }) });
     expect(k8s.warnings).toEqual(['ipam.data_dir is accepted but unused: datastore is "kubernetes"']);
+  });
+
+  it('type "whereabouts" with a kubeconfig stays on Kubernetes whatever datastore says, as Whereabouts does (a stale datastore: etcd)', () => {
+    const fs = memFs({ [CNI_FLAT]: { datastore: "kubernetes", kubernetes: { kubeconfig: "/k" } } });
+    const stale = load(netConf({ ...V4, datastore: "etcd", etcd_host: "http://10.0.0.1:2379" }), { fs });
+    expect(stale.datastore).toBe("kubernetes");
+    expect(stale.warnings.join("\n")).toContain('ipam.datastore "etcd" is ignored: with type "whereabouts" and kubernetes.kubeconfig');
+    expect(load(netConf({ ...V4, datastore: "consul" }), { fs }).datastore).toBe("kubernetes");
+    // type "ipamkit" chooses its store as asked
+    expect(load(netConf({ ...V4, type: "ipamkit", datastore: "etcd", etcd_host: "http://10.0.0.1:2379" }), { fs }).datastore).toBe("etcd");
   });
 
   it("requires the chosen store's settings with code 7", () => {
@@ -144,8 +159,9 @@ describe("loadIpamConfig: warnings", () => {
         reconciler_cron_expression: "30 4 * * *",
         log_file: "/var/log/whereabouts.log",
         log_level: "debug",
-        kubernetes: { kubeconfig: "/k", k8s_api_root: "https://api" },
+        kubernetes: { k8s_api_root: "https://api" },
       }),
+      { fs: onNode({ kubernetes: { kubeconfig: "/k" } }) },
     );
     expect(config.datastore).toBe("kubernetes");
     const keys = config.warnings.map((line) => line.slice(0, line.indexOf(" ")));

@@ -22,6 +22,11 @@ export function memFs(files: Record<string, string | object> = {}): ConfigFs {
   };
 }
 
+/** A node whose flat file (at the second default location) holds `flat`: where node-level keys (store credentials, agent) live. */
+export function onNode(flat: Record<string, unknown>): ConfigFs {
+  return memFs({ [CNI_FLAT]: flat });
+}
+
 export function netConf(ipam: Record<string, unknown>, top: Record<string, unknown> = {}): string {
   return JSON.stringify({
     cniVersion: "1.1.0",

@@ -5,6 +5,7 @@ import { checkEnv, parseCniArgs, readEnv } from "./env.js";
 import { CNI_CODES, CniError, errorJson, toCniError } from "./errors.js";
 import { type CniCommand, type ConfigFs, type IpamConfig, SUPPORTED_VERSIONS } from "./types.js";
 import { commandAllowed, versionResult } from "./versions.js";
+import { processWarnings, type WarnOnce } from "./warn-once.js";
 
 /** Everything the plugin touches, passed in: tests never touch process.env or the real streams. */
 export interface DispatcherOptions {
@@ -28,6 +29,8 @@ export interface DispatcherOptions {
   openExclusive?: (config: IpamConfig, identity: string) => Exclusive;
   /** Keeps prepared configs across calls (a long-lived process: the agent); default: each call prepares its own. */
   configCache?: ConfigCache;
+  /** Which config warnings were printed already (once per network and process); default: this process's memory. */
+  warnOnce?: WarnOnce;
 }
 
 /** What the plugin prints on stderr when run without CNI_COMMAND (as skel does); the native binary prints the same (generated). */
@@ -96,7 +99,10 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
     if (!commandAllowed(command, config.cniVersion)) {
       throw new CniError(CNI_CODES.INCOMPATIBLE_VERSION, `${command} is not supported for cniVersion ${config.cniVersion}`);
     }
-    for (const warning of config.warnings) options.stderr(`ipamkit: warning: ${warning}\n`);
+    const network = `${config.name}/${config.networkName}`;
+    for (const warning of (options.warnOnce ?? processWarnings).fresh(network, config.warnings)) {
+      options.stderr(`ipamkit: warning: ${warning}\n`);
+    }
     const node = config.nodeBlocks === undefined ? undefined : (config.nodeBlocks.node ?? options.hostname?.());
     const args = parseCniArgs(options.env.CNI_ARGS);
     const store = await options.openStore(config);
@@ -110,7 +116,10 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
         args,
         ...(node === undefined ? {} : { node }),
         stderr: (line) => options.stderr(`ipamkit: ${line}\n`),
-        ...(command === "ADD" && config.kubernetes.whereaboutsLease === true && options.openExclusive !== undefined
+        ...(command === "ADD" &&
+        config.datastore === "kubernetes" &&
+        config.kubernetes.whereaboutsLease !== undefined &&
+        options.openExclusive !== undefined
           ? { exclusive: options.openExclusive(config, holderOf(args, env.containerId)) }
           : {}),
         // only the verbs that take an attachment read (and validate) it, as checkEnv requires

@@ -11,10 +11,28 @@ const routes: Route[] = [
 ];
 const dns: Dns = { nameservers: ["10.1.0.10"], domain: "cluster.local", search: ["svc.cluster.local"], options: ["ndots:5"] };
 
-const build = (cniVersion: CniVersion, extra: { routes?: Route[]; dns?: Dns } = {}) =>
+const build = (cniVersion: Exclude<CniVersion, "0.1.0" | "0.2.0">, extra: { routes?: Route[]; dns?: Dns } = {}) =>
   buildResult({ cniVersion, ips: [v4, v6], routes: extra.routes ?? [], dns: extra.dns });
 
 describe("buildResult", () => {
+  it.each(["0.1.0", "0.2.0"] as const)(
+    "%s: ip4/ip6 with the first address of each family, routes inside their family, dns always",
+    (cniVersion) => {
+      const second = { address: parseIp("10.1.3.5"), prefix: 24 };
+      const result = buildResult({
+        cniVersion,
+        ips: [v4, v6, second],
+        routes: [...routes, { dst: "::/0", gw: "2001:db8::1" }],
+        dns: undefined,
+      });
+      expect(result).toEqual({
+        cniVersion,
+        ip4: { ip: "10.1.2.5/24", gateway: "10.1.2.1", routes: [{ dst: "0.0.0.0/0", gw: "10.1.2.1" }, { dst: "192.168.0.0/16" }] },
+        ip6: { ip: "2001:db8::5/64", routes: [{ dst: "::/0", gw: "2001:db8::1" }] },
+        dns: {},
+      });
+    },
+  );
   it.each(["0.3.0", "0.3.1", "0.4.0"] as const)("%s: ips carry version, routes keep only dst and gw", (cniVersion) => {
     expect(build(cniVersion, { routes, dns })).toEqual({
       cniVersion,

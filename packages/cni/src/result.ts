@@ -24,15 +24,41 @@ export interface IpamResult {
   dns?: Dns;
 }
 
+/** One family's entry of a 0.1.0/0.2.0 result. */
+export interface LegacyIpConfig {
+  ip: string;
+  gateway?: string;
+  routes?: Route[];
+}
+
+/** The 0.1.0/0.2.0 result: one address per family, routes inside their family's entry, `dns` always present (Go's struct). */
+export interface LegacyIpamResult {
+  cniVersion: "0.1.0" | "0.2.0";
+  ip4?: LegacyIpConfig;
+  ip6?: LegacyIpConfig;
+  dns: Dns;
+}
+
 /**
  * Builds the IPAM ADD result for the config's `cniVersion` (cni-contract §6):
+ * - 0.1.0, 0.2.0: `ip4`/`ip6`, the first address of each family, each family's routes inside it
+ *   (as libcni converts a current result; more than one address of a family is refused at load);
  * - 0.3.0, 0.3.1, 0.4.0: `ips[]` carry `version` ("4" or "6");
  * - 1.0.0 and later: no `ips[].version`;
  * - 1.1.0: routes keep `mtu`, `advmss`, `priority`, `table`, `scope`; older versions keep only `dst` and `gw`.
  * `routes` and `dns` are omitted when empty; `dns` keeps only non-empty fields (Go's `omitempty`).
  */
-export function buildResult(input: { cniVersion: CniVersion; ips: AssignedIp[]; routes: Route[]; dns: Dns | undefined }): IpamResult {
+type ResultInput<V extends CniVersion> = { cniVersion: V; ips: AssignedIp[]; routes: Route[]; dns: Dns | undefined };
+export function buildResult(input: ResultInput<Exclude<CniVersion, "0.1.0" | "0.2.0">>): IpamResult;
+export function buildResult(input: ResultInput<CniVersion>): IpamResult | LegacyIpamResult;
+export function buildResult(input: {
+  cniVersion: CniVersion;
+  ips: AssignedIp[];
+  routes: Route[];
+  dns: Dns | undefined;
+}): IpamResult | LegacyIpamResult {
   const { cniVersion } = input;
+  if (cniVersion === "0.1.0" || cniVersion === "0.2.0") return legacyResult(cniVersion, input);
   const withVersion = compareVersions(cniVersion, "1.0.0") < 0;
   const richRoutes = compareVersions(cniVersion, "1.1.0") >= 0;
   const result: IpamResult = { cniVersion, ips: input.ips.map((ip) => resultIp(ip, withVersion)) };
@@ -40,6 +66,25 @@ export function buildResult(input: { cniVersion: CniVersion; ips: AssignedIp[]; 
   if (routes.length > 0) result.routes = routes;
   const dns = resultDns(input.dns);
   if (dns !== undefined) result.dns = dns;
+  return result;
+}
+
+function legacyResult(
+  cniVersion: "0.1.0" | "0.2.0",
+  input: { ips: AssignedIp[]; routes: Route[]; dns: Dns | undefined },
+): LegacyIpamResult {
+  const result: LegacyIpamResult = { cniVersion, dns: resultDns(input.dns) ?? {} };
+  for (const ip of input.ips) {
+    const slot = ip.address.family === 4 ? "ip4" : "ip6";
+    if (result[slot] !== undefined) continue;
+    const { address, gateway } = resultIp(ip, false);
+    result[slot] = { ip: address, ...(gateway === undefined ? {} : { gateway }) };
+  }
+  for (const route of input.routes) {
+    const slot = route.dst.includes(":") ? "ip6" : "ip4";
+    const entry = result[slot];
+    if (entry !== undefined) entry.routes = [...(entry.routes ?? []), resultRoute(route, false)];
+  }
   return result;
 }
 

@@ -4,7 +4,7 @@ import type { RangeSpec } from "@ipamkit/core";
 export type CniCommand = "ADD" | "DEL" | "CHECK" | "VERSION" | "GC" | "STATUS";
 
 /** Versions this plugin speaks, oldest first. */
-export const SUPPORTED_VERSIONS = ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;
+export const SUPPORTED_VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;
 export type CniVersion = (typeof SUPPORTED_VERSIONS)[number];
 
 /** Which store a config selects. */
@@ -40,8 +40,16 @@ export interface IpamConfig {
   name: string;
   /** `ipam.network_name` ("" when unset). */
   networkName: string;
-  /** One entry per range: `range` (+ `range_start`, `range_end`, `exclude`) first, then `ipRanges`. Gateways resolved per range. */
+  /**
+   * One entry per range: `range` (+ `range_start`, `range_end`, `exclude`) first, then `ipRanges`,
+   * as handed out (bounds clamped as Whereabouts does; `gateway` only when it lies in the range and
+   * is therefore never handed out).
+   */
   ranges: RangeSpec[];
+  /** The gateway each range's result carries (`ipam.gateway` or the entry's own), which may lie outside the range. */
+  gateways: (string | undefined)[];
+  /** `addresses`: static `ip/prefix` entries appended to every ADD result, never reserved. */
+  staticAddresses: { address: string; gateway?: string }[];
   routes: Route[];
   dns: Dns | undefined;
   /** `enable_overlapping_ranges` (default true; the inline value wins, as in Whereabouts). */
@@ -58,7 +66,7 @@ export interface IpamConfig {
    * hold Whereabouts' Lease around each ADD's writes, so that a Whereabouts beside ipamkit never
    * meets an ipamkit claim between its check and its create.
    */
-  kubernetes: { kubeconfig?: string; whereaboutsLease?: true };
+  kubernetes: { kubeconfig?: string; whereaboutsLease?: true | "auto" };
   /** Addresses requested in the config (`runtimeConfig.ips`, `args.cni.ips`), without prefix. */
   requestedIps: string[];
   /**
@@ -91,6 +99,18 @@ export interface IpamConfig {
 export interface ConfigFs {
   exists(path: string): boolean;
   readText(path: string): string;
+  /**
+   * Why the file at `path` may not hold node-level settings (not a regular file, owned by another
+   * user than root or this process's, writable by group or others, larger than FLAT_FILE_MAX_BYTES),
+   * or undefined when it may. Absent: every file may (an in-memory file system in tests).
+   */
+  untrusted?(path: string): string | undefined;
+  /**
+   * The node's flat file or its directory (NODE_CONFIGURATION_PATH_ENV in the environment of the
+   * process that reads: the runtime's, the agent's), never a network config's. Absent or "": the
+   * default locations.
+   */
+  readonly configurationPath?: string;
 }
 
 /** Parsed CNI_ARGS. */

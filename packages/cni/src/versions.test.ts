@@ -35,15 +35,18 @@ describe("compareVersions", () => {
 });
 
 describe("isSupported", () => {
-  it("accepts exactly 0.3.0 … 1.1.0", () => {
-    for (const v of ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]) expect(isSupported(v)).toBe(true);
-    for (const v of ["0.1.0", "0.2.0", "1.2.0", "1.0", "", "1.1.0 "]) expect(isSupported(v)).toBe(false);
+  it("accepts exactly 0.1.0 … 1.1.0 (as Whereabouts)", () => {
+    for (const v of ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]) expect(isSupported(v)).toBe(true);
+    for (const v of ["0.0.9", "1.2.0", "1.0", "", "1.1.0 "]) expect(isSupported(v)).toBe(false);
   });
 });
 
 describe("versionResult", () => {
-  it("echoes the input version and advertises SUPPORTED_VERSIONS only (no 0.1.0/0.2.0)", () => {
-    expect(versionResult("0.4.0")).toEqual({ cniVersion: "0.4.0", supportedVersions: ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] });
+  it("echoes the input version and advertises SUPPORTED_VERSIONS, 0.1.0 to 1.1.0", () => {
+    expect(versionResult("0.4.0")).toEqual({
+      cniVersion: "0.4.0",
+      supportedVersions: ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"],
+    });
     expect(versionResult("0.2.0").cniVersion).toBe("0.2.0");
   });
   it("returns a fresh array each time", () => {
@@ -70,11 +73,11 @@ describe("commandAllowed", () => {
   });
   it("needs 1.1.0 for GC and STATUS", () => {
     for (const command of ["GC", "STATUS"] as const) {
-      for (const v of ["0.3.0", "0.3.1", "0.4.0", "1.0.0"] as const) expect(commandAllowed(command, v)).toBe(false);
+      for (const v of ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0"] as const) expect(commandAllowed(command, v)).toBe(false);
       expect(commandAllowed(command, "1.1.0")).toBe(true);
       expect(minimumVersionFor(command)).toBe("1.1.0");
     }
     expect(minimumVersionFor("CHECK")).toBe("0.4.0");
-    expect(minimumVersionFor("ADD")).toBe("0.3.0");
+    expect(minimumVersionFor("ADD")).toBe("0.1.0");
   });
 });

@@ -23,10 +23,7 @@ export function isSupported(v: string): v is CniVersion {
   return (SUPPORTED_VERSIONS as readonly string[]).includes(v);
 }
 
-/**
- * VERSION output. Advertises exactly {@link SUPPORTED_VERSIONS}: 0.1.0 and 0.2.0 are not listed
- * because their `ip4`/`ip6` result shape is not implemented.
- */
+/** VERSION output: advertises exactly {@link SUPPORTED_VERSIONS} (0.1.0 to 1.1.0, as Whereabouts). */
 export function versionResult(cniVersion: string): { cniVersion: string; supportedVersions: string[] } {
   return { cniVersion, supportedVersions: [...SUPPORTED_VERSIONS] };
 }
@@ -40,7 +37,7 @@ export function minimumVersionFor(command: CniCommand): CniVersion {
     case "STATUS":
       return "1.1.0";
     default:
-      return "0.3.0";
+      return "0.1.0";
   }
 }
 

@@ -59,7 +59,7 @@ export { foldEntry } from "./pool-cache.js";
 export type { PoolRecord, ReservationRecord } from "./pool-record.js";
 export { claimFromRecord, claimToRecord, poolFromRecord, poolToRecord, reservationToRecord } from "./pool-record.js";
 export type { OffsetInterval, Range, RangeSpec } from "./range.js";
-export { blockedAt, isAssignable, parseRange } from "./range.js";
+export { blockedAt, isAssignable, MIN_RANGE_PREFIX, parseRange } from "./range.js";
 export type {
   ClaimAudit,
   ClaimAuditInput,

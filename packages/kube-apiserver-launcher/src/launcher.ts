@@ -21,6 +21,12 @@ export interface KubeApiserverOptions {
   namespaces?: readonly string[];
   /** The kubeconfig context's namespace. */
   namespace?: string;
+  /**
+   * Keep the ServiceAccount admission plugin on (default off): pods then get their ServiceAccount's
+   * token projected by the kubelet, as on a cluster. Needs a kube-controller-manager running the
+   * serviceaccount and root-ca-certificate-publisher controllers, or no pod can be created.
+   */
+  serviceAccountAdmission?: boolean;
   /** Extra kube-apiserver flags (they come last, so they override the launcher's). */
   args?: readonly string[];
   /** How long start may take, build excluded. Default 90 s. */
@@ -188,8 +194,8 @@ function apiserverFlags(ctx: LaunchContext, etcd: EtcdInstance, certs: ServingCe
     "--service-cluster-ip-range=10.0.0.0/24",
     // the advertise address is loopback: no endpoints for the kubernetes Service
     "--endpoint-reconciler-type=none",
-    // no controller-manager creates the default ServiceAccount, so pods could not be created
-    "--disable-admission-plugins=ServiceAccount",
+    // without a controller-manager nothing creates the default ServiceAccount: pods could not be created
+    ...(ctx.options.serviceAccountAdmission ? [] : ["--disable-admission-plugins=ServiceAccount"]),
     "--profiling=false",
     ...(ctx.options.args ?? []),
   ];

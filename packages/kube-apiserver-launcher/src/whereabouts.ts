@@ -20,6 +20,10 @@ export interface WhereaboutsBuild {
   readonly version: string;
   /** Whereabouts' CNI binary (`…/whereabouts-<version>/whereabouts`). */
   readonly binary: string;
+  /** Whereabouts' pod controller and reconciler, `ip-control-loop` (`…/whereabouts-<version>/ip-control-loop`). */
+  readonly controlLoop: string;
+  /** Whereabouts' install manifest (`doc/crds/daemonset-install.yaml`: RBAC, ConfigMap, DaemonSet). */
+  readonly installManifest: string;
   /** The folder of the CRD files (`…/whereabouts-<version>/crds`). */
   readonly crdDir: string;
   readonly crds: WhereaboutsCrds;
@@ -37,6 +41,8 @@ export function whereaboutsPaths(env: NodeJS.ProcessEnv = process.env): Whereabo
   return {
     version,
     binary: join(dir, "whereabouts"),
+    controlLoop: join(dir, "ip-control-loop"),
+    installManifest: join(dir, "daemonset-install.yaml"),
     crdDir,
     crds: {
       ippools: crd("ippools"),
@@ -53,11 +59,14 @@ export function whereaboutsPaths(env: NodeJS.ProcessEnv = process.env): Whereabo
 export function findWhereabouts(env: NodeJS.ProcessEnv = process.env): WhereaboutsBuild {
   const build = whereaboutsPaths(env);
   const missing: string[] = [];
-  try {
-    accessSync(build.binary, constants.X_OK);
-  } catch {
-    missing.push(build.binary);
+  for (const binary of [build.binary, build.controlLoop]) {
+    try {
+      accessSync(binary, constants.X_OK);
+    } catch {
+      missing.push(binary);
+    }
   }
+  if (!existsSync(build.installManifest)) missing.push(build.installManifest);
   // build.sh marks a complete copy of the CRDs; a half-copied folder counts as missing
   if (!existsSync(join(build.crdDir, ".complete"))) missing.push(`${build.crdDir}/`);
   else for (const file of Object.values(build.crds)) if (!existsSync(file)) missing.push(file);

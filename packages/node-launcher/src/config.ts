@@ -81,7 +81,16 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 }
 
 /** KubeletConfiguration (JSON is YAML): the settings real-node.md found to work on these machines. */
-export function kubeletConfig(layout: NodeLayout, options: { statusEverySeconds: number }): string {
+export function kubeletConfig(
+  layout: NodeLayout,
+  options: {
+    statusEverySeconds: number;
+    /** the node's own cgroup root (two nodes on one host); default the host's top */
+    cgroupRoot?: string;
+    /** the node Lease's duration (kubelet renews it at a quarter of it); default kubelet's 40 s */
+    leaseSeconds?: number;
+  },
+): string {
   return JSON.stringify({
     apiVersion: "kubelet.config.k8s.io/v1beta1",
     kind: "KubeletConfiguration",
@@ -106,6 +115,8 @@ export function kubeletConfig(layout: NodeLayout, options: { statusEverySeconds:
     hairpinMode: "none",
     registerNode: true,
     podLogsDir: join(layout.dir, "pod-logs"),
+    ...(options.cgroupRoot ? { cgroupRoot: options.cgroupRoot } : {}),
+    ...(options.leaseSeconds ? { nodeLeaseDurationSeconds: options.leaseSeconds } : {}),
   });
 }
 
@@ -140,7 +151,7 @@ function ipamConfig(options: NetworkOptions): Record<string, unknown> {
     type: "ipamkit",
     range: options.range,
     ...(options.gateway ? { gateway: options.gateway } : {}),
-    configuration_path: ipam.flatFile,
+    // no configuration_path: the flat file is a node-level setting, named in the runtime's environment
     ...(ipam.sticky ? { sticky: true } : {}),
   };
 }

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -12,7 +12,7 @@ export interface HostState {
   readonly sysctls: Record<string, string>;
   /** `iptables-save`/`ip6tables-save` rules and chains of KUBE-*, CNI-* (counters stripped), per table */
   readonly iptables: readonly string[];
-  /** cgroup dirs named kubepods* at the top of each cgroup hierarchy */
+  /** cgroup dirs named kubepods* (one node) or ipamkit-node-* (a cluster node's cgroup root) at the top of each hierarchy */
   readonly cgroups: readonly string[];
   /** mount points under the node's dir, /run/containerd, /var/lib/kubelet and /run/netns/cni-* */
   readonly mounts: readonly string[];
@@ -35,6 +35,14 @@ export const NODE_SYSCTLS = [
 ];
 /** Paths the node creates on the host outside its own dir (containerd's shims, kubelet, libcni's cache). */
 export const NODE_HOST_PATHS = ["/var/lib/kubelet", "/run/containerd", "/var/log/containers", "/var/log/pods", "/var/lib/cni"];
+/**
+ * The mount points a cluster node's private mount namespace needs on the host (empty folders; each
+ * node binds its own over them): removed again when they did not exist before. /run/netns is left
+ * in place: other tests' `ip netns` use it.
+ */
+export const CLUSTER_HOST_PATHS = ["/etc/cni", "/opt/cni", "/var/lib/containerd", "/run/ipamkit"];
+/** The top-level cgroup of a cluster node (kubelet's cgroupRoot): `ipamkit-node-<name>`. */
+export const NODE_CGROUP_PREFIX = "ipamkit-node-";
 const CHAIN = /^(KUBE-|CNI-)/;
 const CGROUP_ROOT = "/sys/fs/cgroup";
 
@@ -88,7 +96,7 @@ function readCgroups(): string[] {
   return hierarchies()
     .flatMap((dir) =>
       readdirSync(dir, { withFileTypes: true })
-        .filter((e) => e.isDirectory() && e.name.startsWith("kubepods"))
+        .filter((e) => e.isDirectory() && (e.name.startsWith("kubepods") || e.name.startsWith(NODE_CGROUP_PREFIX)))
         .map((e) => join(dir, e.name)),
     )
     .sort();
@@ -121,7 +129,7 @@ function readNetns(): string[] {
 /** Reads the host state a node changes; `nodeDir` adds the mounts under the node's own dir. */
 export function snapshotHost(options: { nodeDir?: string; links?: readonly string[] } = {}): HostState {
   const paths: Record<string, boolean> = {};
-  for (const p of NODE_HOST_PATHS) paths[p] = existsSync(p);
+  for (const p of [...NODE_HOST_PATHS, ...CLUSTER_HOST_PATHS]) paths[p] = existsSync(p);
   return {
     sysctls: readSysctls(),
     iptables: readIptables(),
@@ -135,8 +143,11 @@ export function snapshotHost(options: { nodeDir?: string; links?: readonly strin
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** SIGKILLs every process in the kubepods cgroups (the pods' sandboxes and containers): a power-off. */
-export function killKubepods(): void {
+/**
+ * SIGKILLs every process in the kubepods cgroups (the pods' sandboxes and containers): a power-off.
+ * With `root` (a cluster node's cgroup root, e.g. `ipamkit-node-a`), only that node's.
+ */
+export function killKubepods(root?: string): void {
   const kill = (d: string) => {
     for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) kill(join(d, e.name));
     const procs = existsSync(join(d, "cgroup.procs")) ? readFileSync(join(d, "cgroup.procs"), "utf8") : "";
@@ -148,7 +159,23 @@ export function killKubepods(): void {
       }
     }
   };
-  for (const dir of readCgroups()) kill(dir);
+  for (const dir of readCgroups()) if (root === undefined || dir.endsWith(`/${root}`)) kill(dir);
+}
+
+/**
+ * Creates a cluster node's cgroup root (`name` at the top of every hierarchy; cpuset's CPUs and
+ * memory nodes copied from the top, which a new v1 cpuset cgroup does not inherit): kubelet's
+ * cgroupRoot must exist before it starts.
+ */
+export function makeCgroupRoot(name: string): void {
+  for (const hierarchy of hierarchies()) {
+    const dir = join(hierarchy, name);
+    if (!existsSync(dir)) mkdirSync(dir);
+    for (const file of ["cpuset.cpus", "cpuset.mems"]) {
+      const top = join(hierarchy, file);
+      if (existsSync(top) && readFileSync(join(dir, file), "utf8").trim() === "") writeFileSync(join(dir, file), readFileSync(top, "utf8"));
+    }
+  }
 }
 
 /** Kills every process in a cgroup tree, then removes its dirs depth-first (retried while they empty). */

@@ -32,7 +32,11 @@ export function chartVersion(): string {
  * ipamkit's OCI image, built by scripts/build-image.sh (buildah, from scratch; ~10 s) from the
  * built plugin and installer — the image an operator pushes. Missing builds fail with the command.
  */
-export function buildIpamkitImage(dir = mkdtempSync(join(tmpdir(), "ipamkit-node-image-"))): IpamkitImage {
+export function buildIpamkitImage(
+  dir = mkdtempSync(join(tmpdir(), "ipamkit-node-image-")),
+  /** the image reference; default `localhost/ipamkit:<the chart's appVersion>` */
+  ref = `localhost/ipamkit:${chartVersion()}`,
+): IpamkitImage {
   const missing = [
     ...PLUGIN_FILES.filter((f) => !existsSync(join(PLUGIN_DIST, f))).map((f) => join(PLUGIN_DIST, f)),
     ...INSTALL_FILES.filter((f) => !existsSync(join(INSTALL_DIST, f))).map((f) => join(INSTALL_DIST, f)),
@@ -41,7 +45,6 @@ export function buildIpamkitImage(dir = mkdtempSync(join(tmpdir(), "ipamkit-node
     throw new Error(
       `[node-launcher] not built: ${missing.join(", ")} — run pnpm turbo run build --filter=@ipamkit/example-cni-plugin --filter=@ipamkit/example-install`,
     );
-  const ref = `localhost/ipamkit:${chartVersion()}`;
   const archive = join(dir, "ipamkit.oci.tar");
   try {
     execFileSync("bash", [BUILD_IMAGE, archive], {

@@ -7,6 +7,20 @@ export {
   NodeBinariesMissingError,
   nodeBinaryPaths,
 } from "./binaries.js";
+export { type Cluster, type ClusterNetworks, type ClusterOptions, clusterNetworks, startCluster } from "./cluster.js";
+export {
+  CLUSTER_BUILD_SCRIPT,
+  type ClusterBinaries,
+  ClusterBinariesMissingError,
+  clusterBinaryPaths,
+  findClusterBinaries,
+  kubectlBinary,
+  MULTUS_BUILD_SCRIPT,
+} from "./cluster-binaries.js";
+export { type ClusterReport, checkCluster, netnsAddresses, type PodAddress, podAddresses } from "./cluster-checks.js";
+export { type ChartValues, type ClusterIpam, RELEASE } from "./cluster-ipam.js";
+export type { ClusterNode } from "./cluster-node.js";
+export { createSetAndWait, forceDelete, scaleAndWait, setPods, statefulSet, waitForSet } from "./cluster-pods.js";
 export {
   bridgeConflist,
   containerdToml,

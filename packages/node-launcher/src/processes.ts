@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { closeSync, existsSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 
 const children = new Set<ChildProcess>();
@@ -82,6 +82,32 @@ export function shimPids(shim: string, address: string): number[] {
     }
   }
   return pids;
+}
+
+/**
+ * The pids of containerd shims running in the mount namespace of `nsPid` (a cluster node's): two
+ * nodes' shims name the same in-namespace socket path, so the namespace tells them apart.
+ */
+export function shimPidsInMountNamespace(shim: string, nsPid: number): number[] {
+  const ns = (pid: number | string) => {
+    try {
+      return readlinkSync(join("/proc", String(pid), "ns", "mnt"));
+    } catch {
+      return "";
+    }
+  };
+  const want = ns(nsPid);
+  if (want === "") return [];
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        return readFileSync(join("/proc", entry, "cmdline"), "utf8").split("\0")[0] === shim && ns(entry) === want;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 export function killPids(pids: readonly number[]): void {

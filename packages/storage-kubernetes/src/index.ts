@@ -8,6 +8,8 @@ export { LeaseUnavailableError, whereaboutsLease } from "./lease.js";
 export { formatMicroTime, parseMicroTime } from "./microtime.js";
 export { ipPoolName, normalizeRange, reservationName } from "./names.js";
 export { LEGACY_NETWORK_STATUS, NETWORK_STATUS, parseNetworkStatus } from "./network-status.js";
+export type { NodeSliceOptions, NodeSlicePass, SliceAllocation, SlicePlan } from "./node-slices.js";
+export { NODE_SLICE_POOL, planNodeSlices, reconcileNodeSlices, slicesOf } from "./node-slices.js";
 export type { Kind, KubeObject } from "./objects.js";
 export { ANNOTATION, API_VERSION, GROUP, IPPOOL, RESERVATION, VERSION } from "./objects.js";
 export type { KubernetesStoreOptions } from "./options.js";

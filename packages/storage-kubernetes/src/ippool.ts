@@ -168,8 +168,14 @@ export interface IPPoolWrite {
   namespace: string;
   /** A fresh token for the `ipamkit.io/write` annotation. */
   writeId: string;
-  /** Refuse new offsets ≥ 2^63, which Whereabouts readers cannot see. */
+  /** Refuse new offsets ≥ 2^63, which Whereabouts readers cannot see, unless an ORIP guards them. */
   whereaboutsCompatible: boolean;
+  /**
+   * New offsets ≥ 2^63 whose address an ORIP of the same attachment already claims: Whereabouts
+   * drops such a key when it reads the pool (as it drops its own), but its overlap check meets
+   * the ORIP and skips the address, so writing it is safe (and gives what Whereabouts gives).
+   */
+  guardedOffsets?: ReadonlySet<string>;
   /** Record every entry's interface in `ipamkit.io/ifnames` (the CRD prunes `ifname`); otherwise the annotation is removed. */
   recordIfNames?: boolean;
 }
@@ -187,11 +193,12 @@ export function ipPoolFor(ref: PoolRef, pool: Pool, base: KubeObject | undefined
   const allocations: Json = {};
   for (const r of pool) {
     const key = r.offset.toString();
-    if (options.whereaboutsCompatible && r.offset >= WHEREABOUTS_OFFSET_LIMIT && !Object.hasOwn(before, key)) {
+    const unseen = r.offset >= WHEREABOUTS_OFFSET_LIMIT && !Object.hasOwn(before, key) && options.guardedOffsets?.has(key) !== true;
+    if (options.whereaboutsCompatible && unseen) {
       throw new StoreRejectedError(
         `IPPool ${options.namespace}/${options.name}`,
-        `offset ${key} (${formatIp(ipAt(pool.cidr, r.offset))}) is at or above 2^63, which Whereabouts cannot read; ` +
-          "set whereaboutsCompatible: false once no Whereabouts binary or reconciler reads these pools",
+        `offset ${key} (${formatIp(ipAt(pool.cidr, r.offset))}) is at or above 2^63, which Whereabouts cannot read, and no ORIP guards it; ` +
+          "keep enable_overlapping_ranges on, or set whereaboutsCompatible: false once no Whereabouts binary or reconciler reads these pools",
         { component: STORE_NAME },
       );
     }

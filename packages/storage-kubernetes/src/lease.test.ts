@@ -3,7 +3,7 @@ import { binaryPaths, type KubeApiserver, startKubeApiserver } from "@ipamkit/ku
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createObjectApi, type ObjectApi } from "./api.js";
-import { LeaseUnavailableError, whereaboutsLease } from "./lease.js";
+import { LEASE_ANNOTATION, LeaseUnavailableError, whereaboutsLease } from "./lease.js";
 import { formatMicroTime } from "./microtime.js";
 import type { Kind, KubeObject } from "./objects.js";
 
@@ -42,6 +42,32 @@ describe(`whereaboutsLease on kube-apiserver ${binaryPaths().kubernetesVersion}`
       return api.create(LEASE, { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "whereabouts" }, spec });
     return api.replace(LEASE, { ...lease, spec: { ...lease.spec, ...spec } });
   };
+
+  it("auto: takes part only while Whereabouts is seen writing the Lease, and stops an hour after it was last seen", async () => {
+    const auto = (now?: () => Date) =>
+      whereaboutsLease({ kubeconfig: kubeConfig, namespace, identity: "ipamkit/auto", auto: {}, ...(now === undefined ? {} : { now }) });
+    // no Lease (no Whereabouts ever ran): fn runs, nothing is written
+    expect(await auto()(async () => read())).toBeUndefined();
+    expect(await read()).toBeUndefined();
+    // Whereabouts took and released it (client-go: empty holder, its own renewTime)
+    await holdAs("ns/whereabouts-pod");
+    const released = await read();
+    await api.replace(LEASE, { ...released, spec: { ...released?.spec, holderIdentity: "" } });
+    const whereaboutsTime = (await read())?.spec.renewTime as string;
+    const during = await auto()(async () => read());
+    expect(during?.spec.holderIdentity).toBe("ipamkit/auto");
+    const after = await read();
+    expect(after?.spec.holderIdentity).toBe("");
+    expect(after?.metadata?.annotations?.[LEASE_ANNOTATION.renewTime]).toBe(after?.spec.renewTime);
+    expect(Date.parse(after?.metadata?.annotations?.[LEASE_ANNOTATION.whereaboutsSeen] ?? "")).toBe(Date.parse(whereaboutsTime));
+    // ipamkit wrote last, but Whereabouts was seen within the hour: still taken
+    expect((await auto()(async () => read()))?.spec.holderIdentity).toBe("ipamkit/auto");
+    // an hour past the last sighting: fn runs without the Lease, which is not written
+    const later = () => new Date(Date.parse(whereaboutsTime) + 3_600_001);
+    const version = (await read())?.metadata?.resourceVersion;
+    expect((await auto(later)(async () => read()))?.spec.holderIdentity).toBe("");
+    expect((await read())?.metadata?.resourceVersion).toBe(version);
+  });
 
   it("creates the Lease, holds it with 6-digit MicroTimes while fn runs, and releases it after", async () => {
     const exclusive = whereaboutsLease({ kubeconfig: kubeConfig, namespace, identity: "ipamkit/test" });

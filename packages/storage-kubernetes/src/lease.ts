@@ -38,7 +38,24 @@ export interface WhereaboutsLeaseOptions {
   requestTimeoutMs?: number;
   /** Clock for acquireTime/renewTime (expiry is judged on the monotonic clock). */
   now?: () => Date;
+  /**
+   * Take part only while Whereabouts runs: each hold first reads the Lease and takes it only when
+   * Whereabouts wrote it within `activeWithinMs` (default {@link WHEREABOUTS_ACTIVE_WITHIN_MS});
+   * otherwise `fn` runs without it, at the cost of that one read. Absent: always take it.
+   */
+  auto?: { activeWithinMs?: number };
 }
+
+/** How long after Whereabouts last wrote its Lease ipamkit keeps taking part (auto mode): one hour. */
+export const WHEREABOUTS_ACTIVE_WITHIN_MS = 3_600_000;
+
+/**
+ * Annotations ipamkit keeps on the Lease. `renew-time`: the spec.renewTime of ipamkit's own last
+ * write (client-go keeps annotations it read when it writes the spec, so a renewTime that differs
+ * means another writer, Whereabouts, came since). `whereabouts-seen`: the latest time such a
+ * write was seen (kept while ipamkit's own writes follow).
+ */
+export const LEASE_ANNOTATION = { renewTime: "ipamkit.io/renew-time", whereaboutsSeen: "ipamkit.io/whereabouts-seen" } as const;
 
 /** The Lease could not be acquired before the call's deadline. Retryable (CNI code 11). */
 export class LeaseUnavailableError extends StoreUnavailableError {
@@ -124,6 +141,14 @@ async function hold<T>(ctx: LeaseContext, fn: () => Promise<T>): Promise<T> {
   const identity = options.identity ?? `ipamkit/cni/${randomBytes(4).toString("hex")}`;
   const api = createObjectApi({ kubeConfig, namespace, requestTimeoutMs: options.requestTimeoutMs ?? 10_000, pageSize: 1 });
   try {
+    if (options.auto !== undefined) {
+      // a read that fails (no RBAC for leases, a timeout) cannot show Whereabouts: go on without
+      // the Lease, which only spares Whereabouts a retry; correctness is the compare-and-swap's
+      const lease = (await api.get(LEASE, ctx.name).catch(() => undefined)) as Lease | undefined;
+      const seen = whereaboutsSeen(lease);
+      const within = options.auto.activeWithinMs ?? WHEREABOUTS_ACTIVE_WITHIN_MS;
+      if (seen === undefined || ctx.now().getTime() - seen > within) return await fn();
+    }
     const started = performance.now();
     const deadline = options.deadline ?? Date.now() + (options.timeoutMs ?? 60_000);
     const renewal = renew(ctx, api, await acquire(ctx, api, identity, deadline, started));
@@ -157,7 +182,7 @@ function renew(ctx: LeaseContext, api: ObjectApi, acquired: Lease): { stop: () =
       if (stop) break;
       // a lost renewal is not an error: correctness is the CAS's, the Lease only spares Whereabouts
       const spec = { ...held.spec, renewTime: formatMicroTime(ctx.now()) };
-      const renewed = await attempt(() => api.replace(LEASE, { ...held, spec })).catch(() => undefined);
+      const renewed = await attempt(() => api.replace(LEASE, ours(held, spec))).catch(() => undefined);
       if (renewed === undefined) break;
       held = renewed;
     }
@@ -192,12 +217,10 @@ async function acquire(ctx: LeaseContext, api: ObjectApi, identity: string, dead
     const lease = (await api.get(LEASE, name)) as Lease | undefined;
     if (lease === undefined) {
       const created = await attempt(() =>
-        api.create(LEASE, {
-          apiVersion: "coordination.k8s.io/v1",
-          kind: "Lease",
-          metadata: { name },
-          spec: holding(ctx, identity, undefined),
-        }),
+        api.create(
+          LEASE,
+          ours({ apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name } }, holding(ctx, identity, undefined)),
+        ),
       );
       if (created !== undefined) return created;
       continue; // someone created it first: read it
@@ -208,7 +231,7 @@ async function acquire(ctx: LeaseContext, api: ObjectApi, identity: string, dead
     holder = spec.holderIdentity ?? "";
     const validMs = (spec.leaseDurationSeconds ?? ctx.durationSeconds) * 1000;
     if (holder === "" || performance.now() - observed.at >= validMs) {
-      const taken = await attempt(() => api.replace(LEASE, { ...lease, spec: { ...spec, ...holding(ctx, identity, lease) } }));
+      const taken = await attempt(() => api.replace(LEASE, ours(lease, { ...spec, ...holding(ctx, identity, lease) })));
       if (taken !== undefined) return taken;
       continue; // lost the race: read again at once
     }
@@ -222,9 +245,42 @@ async function acquire(ctx: LeaseContext, api: ObjectApi, identity: string, dead
 async function release(ctx: LeaseContext, api: ObjectApi, held: Lease, identity: string): Promise<void> {
   const time = formatMicroTime(ctx.now());
   const spec = { ...held.spec, holderIdentity: "", leaseDurationSeconds: 1, acquireTime: time, renewTime: time };
-  if ((await attempt(() => api.replace(LEASE, { ...held, spec })).catch(() => undefined)) !== undefined) return;
+  if ((await attempt(() => api.replace(LEASE, ours(held, spec))).catch(() => undefined)) !== undefined) return;
   // changed since our last write (a renewal raced, or it was taken after expiring): release only if still ours
   const lease = (await api.get(LEASE, ctx.name).catch(() => undefined)) as Lease | undefined;
   if (lease?.spec?.holderIdentity !== identity) return;
-  await attempt(() => api.replace(LEASE, { ...lease, spec: { ...lease.spec, ...spec } })).catch(() => undefined);
+  await attempt(() => api.replace(LEASE, ours(lease, { ...lease.spec, ...spec }))).catch(() => undefined);
+}
+
+/** Epoch ms of a Lease time (MicroTime text), or undefined. */
+function timeOf(text: string | undefined): number | undefined {
+  if (text === undefined || text === "") return undefined;
+  const ms = Date.parse(text);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/**
+ * When Whereabouts last wrote the Lease, as far as it shows: its renewTime when the last write was
+ * not ipamkit's (the annotation does not match it), else the time ipamkit recorded; undefined when
+ * it never did (or there is no Lease: Whereabouts creates it on its first ADD).
+ */
+export function whereaboutsSeen(lease: Lease | undefined): number | undefined {
+  if (lease === undefined) return undefined;
+  const annotations = lease.metadata?.annotations ?? {};
+  const renewTime = lease.spec?.renewTime;
+  const recorded = timeOf(annotations[LEASE_ANNOTATION.whereaboutsSeen]);
+  if (renewTime !== undefined && renewTime !== annotations[LEASE_ANNOTATION.renewTime]) {
+    const last = timeOf(renewTime);
+    return last === undefined ? recorded : Math.max(last, recorded ?? 0);
+  }
+  return recorded;
+}
+
+/** The Lease as ipamkit writes it: `spec`, its renewTime marked as ipamkit's, and when Whereabouts was last seen. */
+function ours(lease: Lease, spec: LeaseSpec): Lease {
+  const seen = whereaboutsSeen(lease);
+  const annotations: Record<string, string> = { ...(lease.metadata?.annotations ?? {}) };
+  if (spec.renewTime !== undefined) annotations[LEASE_ANNOTATION.renewTime] = spec.renewTime;
+  if (seen !== undefined) annotations[LEASE_ANNOTATION.whereaboutsSeen] = new Date(seen).toISOString();
+  return { ...lease, metadata: { ...lease.metadata, annotations }, spec };
 }

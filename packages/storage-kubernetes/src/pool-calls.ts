@@ -1,18 +1,22 @@
 import { randomUUID } from "node:crypto";
 import {
   comparePoolRefs,
+  formatIp,
+  ipAt,
   type Pool,
   type PoolRef,
   type ScannedPool,
   StoreCorruptError,
   type StoredPool,
+  sameKey,
   type Version,
 } from "@ipamkit/core";
+import { readClaim } from "./claim-calls.js";
 import { STORE_NAME } from "./errors.js";
-import { ipPoolFor, ipPoolRange, poolFromIPPool } from "./ippool.js";
+import { ipPoolFor, ipPoolRange, poolFromIPPool, WHEREABOUTS_OFFSET_LIMIT } from "./ippool.js";
 import type { ListedPool } from "./legacy.js";
 import { ipPoolName, networkOfPool } from "./names.js";
-import { ANNOTATION, IPPOOL, type KubeObject } from "./objects.js";
+import { ANNOTATION, IPPOOL, isObject, type KubeObject } from "./objects.js";
 import { fieldsKept, ifNamesPruned, warnPruningOnce } from "./pruning.js";
 import { baseAt, label, put, remember, type StoreContext } from "./store-context.js";
 
@@ -63,9 +67,23 @@ export async function readPool(ctx: StoreContext, ref: PoolRef): Promise<StoredP
   return storedPool(ctx, ref, name, object);
 }
 
+/** The pool's new offsets ≥ 2^63 whose address an ORIP of the same attachment claims (rare: one GET each). */
+async function guardedHighOffsets(ctx: StoreContext, ref: PoolRef, pool: Pool, base: KubeObject | undefined): Promise<Set<string>> {
+  const before = isObject(base?.spec?.allocations) ? base.spec.allocations : {};
+  const guarded = new Set<string>();
+  for (const r of pool) {
+    const key = r.offset.toString();
+    if (r.offset < WHEREABOUTS_OFFSET_LIMIT || Object.hasOwn(before, key)) continue;
+    const claim = await readClaim(ctx, { network: ref.network, address: formatIp(ipAt(pool.cidr, r.offset)) });
+    if (claim !== undefined && sameKey(claim.claim.key, r.key)) guarded.add(key);
+  }
+  return guarded;
+}
+
 export async function writePool(ctx: StoreContext, ref: PoolRef, pool: Pool, expected: Version | undefined): Promise<Version> {
   const name = ipPoolName(ref);
   const base = expected === undefined ? undefined : await baseAt(ctx, IPPOOL, name, expected);
+  const guardedOffsets = ctx.resolved.whereaboutsCompatible ? await guardedHighOffsets(ctx, ref, pool, base) : undefined;
   const bodyFor = (over: KubeObject | undefined, recordIfNames: boolean) =>
     ipPoolFor(ref, pool, over, {
       name,
@@ -73,6 +91,7 @@ export async function writePool(ctx: StoreContext, ref: PoolRef, pool: Pool, exp
       writeId: randomUUID(),
       whereaboutsCompatible: ctx.resolved.whereaboutsCompatible,
       recordIfNames,
+      ...(guardedOffsets === undefined ? {} : { guardedOffsets }),
     });
   // a pool that carries the annotation was found on such a CRD before (by any ipamkit process)
   const recorded = ctx.prunesIfNames || base?.metadata?.annotations?.[ANNOTATION.ifnames] !== undefined;

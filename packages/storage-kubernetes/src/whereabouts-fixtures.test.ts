@@ -210,19 +210,29 @@ for (const target of kubeTargets()) {
       await s.close();
     });
 
-    it("refuses a static address at offset ≥ 2^63 while Whereabouts may read the pool; writes it when told not to care", async () => {
+    it("writes an offset ≥ 2^63 that its ORIP guards (Whereabouts drops the key, its overlap check meets the ORIP); refuses it unguarded unless told not to care", async () => {
       const high = "2001:db8::8000:0:0:1";
-      const request = {
+      const request = (containerId: string) => ({
+        ranges: [parseRange({ range: "2001:db8::/64" })],
+        key: attachmentKey({ containerId, ifName: "net1" }),
+        addresses: [high],
+      });
+      const compatible = store();
+      await expect(createIpam({ store: compatible, overlappingRanges: false }).allocate(request("hi"))).rejects.toThrow(StoreRejectedError);
+      const [guarded] = await createIpam({ store: compatible }).allocate(request("hi"));
+      expect(guarded && formatIp(guarded.address)).toBe(high);
+      expect((await raw.pool("2001-db8---64")).spec?.allocations).toHaveProperty(((1n << 63n) + 1n).toString());
+      expect(await raw.list(RESERVATION)).toContainEqual(
+        expect.objectContaining({ metadata: expect.objectContaining({ name: "2001-db8--8000-0-0-1" }) }),
+      );
+      await createIpam({ store: compatible }).release({
         ranges: [parseRange({ range: "2001:db8::/64" })],
         key: attachmentKey({ containerId: "hi", ifName: "net1" }),
-        addresses: [high],
-      };
-      const compatible = store();
-      await expect(createIpam({ store: compatible }).allocate(request)).rejects.toThrow(StoreRejectedError);
+      });
       await compatible.close();
       const free = store({ whereaboutsCompatible: false });
-      const [a] = await createIpam({ store: free }).allocate(request);
-      expect(a && formatIp(a.address)).toBe("2001:db8::8000:0:0:1");
+      const [a] = await createIpam({ store: free, overlappingRanges: false }).allocate(request("free"));
+      expect(a && formatIp(a.address)).toBe(high);
       expect((await raw.pool("2001-db8---64")).spec?.allocations).toHaveProperty(((1n << 63n) + 1n).toString());
       await free.close();
     });
