@@ -49,6 +49,6 @@ export function writeRawResult(envelope: RawEnvelope, data: object, env: NodeJS.
   if (target === undefined || target === "") return undefined;
   const path = target === "1" ? join(RESULTS_DIR, `${envelope.bench}.json`) : target;
   mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, `${JSON.stringify({ ...envelope, ...data }, null, 1)}\n`);
+  writeFileSync(path, `${JSON.stringify({ ...envelope, ...data }, null, 2)}\n`);
   return path;
 }
