@@ -241,7 +241,7 @@ const simBesideWhereabouts: RowOf = (src) => {
   const ratios = phases.map((p) => p.a / p.b);
   return {
     what: `simulation beside Whereabouts v0.9.2, ${count(ours.pods)} pods × ${ours.networks} networks, real kube-apiserver: create / re-create / delete`,
-    ipamkit: phases.map((p) => p.a.toFixed(1)).join(" / ") + " s",
+    ipamkit: `${phases.map((p) => p.a.toFixed(1)).join(" / ")} s`,
     baseline: `Whereabouts: ${phases.map((p) => p.b.toFixed(1)).join(" / ")} s`,
     ratio: ratios.map(ratio).join(" / "),
     target: target(

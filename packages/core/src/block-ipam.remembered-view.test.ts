@@ -19,16 +19,18 @@ import type { IpamStore } from "./store.js";
 /** Every store call that reaches `store` (one request each on Kubernetes), by name and network. */
 function counting(store: IpamStore) {
   const calls: string[] = [];
+  const tally = <T>(call: string, result: T): T => {
+    calls.push(call);
+    return result;
+  };
   const counted = delegatingStore(store, {
-    readPool: (ref) => (calls.push("readPool"), store.readPool(ref)),
-    writePool: (ref, pool, expected) => (
-      calls.push(expected === undefined ? "createPool" : "writePool"), store.writePool(ref, pool, expected)
-    ),
-    readClaim: (ref, options) => (calls.push(`readClaim ${ref.network}`), store.readClaim(ref, options)),
-    readClaims: (refs, options) => (calls.push(`readClaims ${refs[0]?.network}`), store.readClaims(refs, options)),
-    writeClaim: (ref, claim, expected) => (calls.push(`writeClaim ${ref.network}`), store.writeClaim(ref, claim, expected)),
-    deleteClaim: (ref, expected) => (calls.push(`deleteClaim ${ref.network}`), store.deleteClaim(ref, expected)),
-    commit: (writes) => (calls.push("commit"), store.commit(writes)),
+    readPool: (ref) => tally("readPool", store.readPool(ref)),
+    writePool: (ref, pool, expected) => tally(expected === undefined ? "createPool" : "writePool", store.writePool(ref, pool, expected)),
+    readClaim: (ref, options) => tally(`readClaim ${ref.network}`, store.readClaim(ref, options)),
+    readClaims: (refs, options) => tally(`readClaims ${refs[0]?.network}`, store.readClaims(refs, options)),
+    writeClaim: (ref, claim, expected) => tally(`writeClaim ${ref.network}`, store.writeClaim(ref, claim, expected)),
+    deleteClaim: (ref, expected) => tally(`deleteClaim ${ref.network}`, store.deleteClaim(ref, expected)),
+    commit: (writes) => tally("commit", store.commit(writes)),
   });
   return { store: counted, calls };
 }
