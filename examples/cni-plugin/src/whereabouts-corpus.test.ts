@@ -51,7 +51,7 @@ async function run(entry: CorpusEntry, index: number, binary: "wb" | "ik"): Prom
   writeFileSync(paths.flatFile, JSON.stringify(flat));
   const args = `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=corpus-${index};K8S_POD_INFRA_CONTAINER_ID=c${index};K8S_POD_UID=uid-${index}`;
   // Whereabouts follows the NAD's configuration_path; ipamkit reads the flat file the node names
-  const node = binary === "ik" ? { IPAMKIT_CONFIGURATION_PATH: paths.flatFile } : {};
+  const node: Record<string, string> = binary === "ik" ? { IPAMKIT_CONFIGURATION_PATH: paths.flatFile } : {};
   const r = await runPlugin(
     cniEnv("ADD", `c${index}`, "net1", { CNI_ARGS: args, ...node }),
     conf,
