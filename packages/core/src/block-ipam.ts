@@ -10,6 +10,7 @@ import { type AttachmentKey, attachmentKey } from "./key.js";
 import { keyQueue } from "./key-queue.js";
 import { AFFINITY_IF_NAME, affinityClaimRef, type BlockLayout, blockLayout, blockPoolRef, blockRange } from "./node-blocks.js";
 import { Pool } from "./pool.js";
+import { protocolBreaks } from "./protocol-breaks.js";
 import type { Range } from "./range.js";
 import { type ConflictCounter, withConflictRetry } from "./retry.js";
 import { type IpamStore, type PoolRef, poolId } from "./store.js";
@@ -173,10 +174,11 @@ async function chooseBlock(ctx: BlockContext, choice: Choice): Promise<Range> {
       // of the key claims the next block and places the key there: the next plan fences the
       // block after it (from a fresh view, or as remembered where the commit checks its claim).
       if (!(await claimBlock(ctx, network, plan.block))) remember = false;
+      if (protocolBreaks.giveUpAfterClaim) throw new RangeExhaustedError(range.cidr.text);
       continue;
     }
     commit.hand(blockPoolRef(network, plan.block), known.get(plan.block)?.stored);
-    if (plan.kind === "write") for (const fence of plan.fences) commit.fence(poolFence(network, fence, known));
+    if (plan.kind === "write" && !protocolBreaks.noTouch) for (const fence of plan.fences) commit.fence(poolFence(network, fence, known));
     return plan.block;
   }
   throw new StoreConflictError(`node blocks of ${range.cidr.text}`);
