@@ -3,7 +3,8 @@ import { positiveInteger } from "./cli.js";
 import { DEFAULT_AGENTS_PER_PROCESS, nodesLabel, type SimNode, type StoreKind, startCluster } from "./cluster.js";
 import { limited, runCni } from "./cni.js";
 import { cpuSince } from "./cpu.js";
-import { networkConf, requestsSince } from "./scenario.js";
+import { perCallText, requestsSince, totalOf } from "./requests.js";
+import { networkConf } from "./scenario.js";
 import { startSpawner } from "./spawner.js";
 
 /**
@@ -28,8 +29,8 @@ const { values } = parseArgs({
   },
 });
 const kind = values.store as StoreKind;
-if (kind !== "etcd" && kind !== "kubernetes") {
-  process.stderr.write(`agent-cost: --store is etcd or kubernetes, not ${values.store}\n`);
+if (kind !== "etcd" && kind !== "kubernetes" && kind !== "kube-apiserver") {
+  process.stderr.write(`agent-cost: --store is etcd, kubernetes or kube-apiserver, not ${values.store}\n`);
   process.exit(2);
 }
 const count = (name: "nodes" | "pods" | "networks" | "rounds" | "node-block-size" | "agents-per-process"): number =>
@@ -48,8 +49,10 @@ try {
   await cluster.startAgents(8);
   const conf = (pod: number, k: number) => networkConf(cluster, cluster.nodes[pod % cluster.nodes.length] as SimNode, k);
   console.log(
-    `| store | nodes | pods × networks | phase | s | agents' CPU ms per call | CNI processes' CPU ms per call | requests per call | pool GETs per call |\n|---|---:|---|---|---:|---:|---:|---:|---:|`,
+    `| store | nodes | pods × networks | phase | s | agents' CPU ms per call | CNI processes' CPU ms per call | requests per call | pool GETs (etcd: Ranges) per call |\n|---|---:|---|---|---:|---:|---:|---:|---:|`,
   );
+  /** Each round's requests per call by verb and kind (on etcd, by RPC), printed after the table. */
+  const details: string[] = [];
   for (let round = 0; round < rounds; round++) {
     if (round > 0 && values["restart-agents"]) {
       for (const node of cluster.nodes) cluster.killAgent(node);
@@ -57,7 +60,7 @@ try {
     }
     for (const command of ["ADD", "DEL"] as const) {
       const cpu = cpuSince(cluster);
-      const requestsMade = requestsSince(cluster);
+      const requestsMade = await requestsSince(cluster);
       const started = performance.now();
       await limited(
         32,
@@ -73,18 +76,20 @@ try {
       const seconds = (performance.now() - started) / 1000;
       const spent = cpu();
       const perCall = (part: number) => ((part * 1000) / (pods * networks)).toFixed(1);
-      const requests = requestsMade();
-      /** Per call, on Kubernetes: every request (no key), or those of one verb and resource. */
+      const requests = await requestsMade();
+      /** Per call: every request (no key), or those of one verb and resource (on etcd, one RPC). */
       const per = (key?: string) => {
         if (requests === undefined) return "-";
-        const n = key === undefined ? Object.values(requests).reduce((sum, m) => sum + m, 0) : (requests[key] ?? 0);
+        const n = key === undefined ? totalOf(requests) : (requests[key] ?? 0);
         return (n / (pods * networks)).toFixed(2);
       };
       console.log(
-        `| ${kind} | ${nodesLabel(nodeCount, agentsPerProcess)} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall(spent.agents)} | ${perCall(spent.cni)} | ${per()} | ${per("get ippools")} |`,
+        `| ${kind} | ${nodesLabel(nodeCount, agentsPerProcess)} | ${pods} × ${networks} | ${command} all (round ${round + 1}) | ${seconds.toFixed(1)} | ${perCall(spent.agents)} | ${perCall(spent.cni)} | ${per()} | ${per(kind === "etcd" ? "Range" : "get ippools")} |`,
       );
+      if (requests !== undefined) details.push(`- round ${round + 1}: ${perCallText(requests, pods * networks, command)}`);
     }
   }
+  if (details.length > 0) console.log(`\nRequests per call, by verb and object kind (etcd: by RPC):\n\n${details.join("\n")}`);
 } finally {
   await cluster.close();
   await spawner.close();

@@ -1,6 +1,7 @@
 import { type Held, readEtcd, readFileStore, readIpPools } from "./audit.js";
 import { type Cluster, POOL_NAMESPACE, type SimNode } from "./cluster.js";
 import { type CniOutcome, limited, runCni } from "./cni.js";
+import { ipamkitIpam, type SimIpam } from "./sim-ipam.js";
 
 /** The scenario's pods' lives (src/scenario.ts): their objects, their CNI calls, what they hold. */
 
@@ -16,6 +17,8 @@ export interface SimPod {
 /** What one scenario run works on: its cluster, its pods, and the sandboxes' generation. */
 export interface ScenarioContext {
   cluster: Cluster;
+  /** The IPAM the nodes' runtimes call (ipamkit, or Whereabouts' binary). */
+  ipam: SimIpam;
   networks: number;
   /** CNI processes running at once across the whole simulated cluster. */
   concurrency: number;
@@ -29,13 +32,13 @@ export const NS = "sim";
 const networkName = (k: number) => `net-${k}`;
 const rangeOf = (k: number) => `10.${100 + k}.0.0/20`;
 
-/** The network configuration a node's runtime passes for network k (net-k, its own /20). */
-export function networkConf(cluster: Cluster, node: SimNode, k: number): string {
+/** The network configuration a node's runtime passes for network k (net-k, its own /20), to ipamkit unless told. */
+export function networkConf(cluster: Cluster, node: SimNode, k: number, ipam: SimIpam = ipamkitIpam(cluster)): string {
   return JSON.stringify({
     cniVersion: "1.1.0",
     name: networkName(k),
     type: "macvlan",
-    ipam: { type: "ipamkit", range: rangeOf(k), network_name: networkName(k), ...cluster.ipam(node) },
+    ipam: { range: rangeOf(k), network_name: networkName(k), ...ipam.keys(node) },
   });
 }
 
@@ -64,17 +67,18 @@ export async function held(cluster: Cluster): Promise<Held[]> {
   return readFileStore(`${cluster.dir}/store`);
 }
 
-/** One CNI call for a pod's attachment to network k (interface net<k+1>). */
-function attachment(cluster: Cluster, command: "ADD" | "DEL", pod: SimPod, k: number): Promise<CniOutcome> {
+/** One CNI call for a pod's attachment to network k (interface net<k+1>), to the scenario's IPAM. */
+function attachment(ctx: ScenarioContext, command: "ADD" | "DEL", pod: SimPod, k: number): Promise<CniOutcome> {
   return runCni(
     {
       command,
       containerId: pod.sandbox,
       ifName: `net${k + 1}`,
       pod: { namespace: NS, name: pod.name, uid: pod.uid },
-      conf: networkConf(cluster, pod.node, k),
+      conf: networkConf(ctx.cluster, pod.node, k, ctx.ipam),
+      plugin: ctx.ipam.plugin,
     },
-    cluster.spawner,
+    ctx.cluster.spawner,
   );
 }
 
@@ -92,7 +96,7 @@ export async function bringUp(ctx: ScenarioContext, pod: SimPod, outcomes: CniOu
   pod.sandbox = `sandbox-${ctx.generation}-${pod.name}`;
   pod.ips = [];
   for (let k = 0; k < ctx.networks; k++) {
-    const outcome = await attachment(cluster, "ADD", pod, k);
+    const outcome = await attachment(ctx, "ADD", pod, k);
     outcomes.push(outcome);
     if (outcome.ip === undefined) throw new Error(`ADD ${pod.name} net${k + 1}: ${outcome.error}`);
     pod.ips.push(outcome.ip);
@@ -112,7 +116,7 @@ export async function bringUp(ctx: ScenarioContext, pod: SimPod, outcomes: CniOu
 /** A pod goes away cleanly: one DEL per network, then the object. */
 export async function tearDown(ctx: ScenarioContext, pod: SimPod, outcomes: CniOutcome[]): Promise<void> {
   for (let k = 0; k < ctx.networks; k++) {
-    const outcome = await attachment(ctx.cluster, "DEL", pod, k);
+    const outcome = await attachment(ctx, "DEL", pod, k);
     outcomes.push(outcome);
     if (outcome.code !== 0) throw new Error(`DEL ${pod.name}: ${outcome.error}`);
   }

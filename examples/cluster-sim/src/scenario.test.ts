@@ -2,6 +2,7 @@ import { agentStats } from "@ipamkit/agent";
 import { afterAll, expect, it } from "vitest";
 import { DEFAULT_AGENTS_PER_PROCESS, openSimStore, type StoreKind, startCluster } from "./cluster.js";
 import { type ReconcilerMode, reconcilerFor } from "./reconciler-run.js";
+import { ipamShare } from "./requests.js";
 import { runScenario } from "./scenario.js";
 import { startNativeSpawner } from "./spawner.js";
 
@@ -83,12 +84,28 @@ for (const { kind, blocks, perProcess, reconciler = "program" } of cases) {
         expect(r.cpu.store > 0, r.phase).toBe(kind === "etcd");
       }
       expect(cycle?.cpu.agents).toBeGreaterThan(results[3]?.cpu.agents ?? Infinity);
-      // on Kubernetes, each phase's requests by verb and resource: the pods' own are exact
-      if (kind === "kubernetes") {
+      // each phase's requests as the store's server counted them: on Kubernetes by verb and resource
+      // (the pods' own are exact), on etcd by RPC; per step, the calls it made
+      if (kind === "kubernetes" || kind === "kube-apiserver") {
         expect(results[0]?.requests).toMatchObject({ "create pods": 24, "update pods/status": 24 });
         expect(results[2]?.requests).toMatchObject({ "delete pods": 24, "create pods": 24 });
         expect(Object.keys(results[0]?.requests ?? {}).some((k) => k.endsWith(" ippools"))).toBe(true);
+        expect(results[1]?.steps?.DEL?.requests).toMatchObject({ "delete pods": 24 });
+        expect(results[1]?.steps?.ADD?.requests).toMatchObject({ "create pods": 24 });
+      } else if (kind === "etcd") {
+        expect(results[0]?.requests?.Txn).toBeGreaterThanOrEqual(48);
       } else for (const r of results) expect(r.requests, r.phase).toBeUndefined();
+      if (kind !== "file") {
+        expect(results.map((r) => [r.steps?.DEL?.calls, r.steps?.ADD?.calls])).toEqual([
+          [undefined, 48],
+          [48, 48],
+          [undefined, 48],
+          [48, undefined],
+        ]);
+        // every ADD and DEL makes at least one request of its own (its pool write or transaction)
+        for (const step of results.flatMap((r) => Object.values(r.steps ?? {})))
+          expect(Object.values(ipamShare(step.requests)).reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(step.calls);
+      }
       // each node's calls went to its own agent, hosted with others or not
       for (const node of cluster.nodes) expect((await agentStats(node.socket)).requests, node.name).toBeGreaterThan(0);
     } finally {

@@ -3,7 +3,9 @@ import type { Cluster } from "./cluster.js";
 import { type CniOutcome, limited, quantile } from "./cni.js";
 import { type CpuParts, cpuSince } from "./cpu.js";
 import type { ReconcileRun } from "./reconciler-run.js";
+import { type RequestCounts, requestsSince } from "./requests.js";
 import { bringUp, everyPod, held, live, NS, type ScenarioContext, simPods, tearDown } from "./scenario-pods.js";
+import { ipamkitIpam, type SimIpam } from "./sim-ipam.js";
 
 export interface ScenarioOptions {
   pods: number;
@@ -16,6 +18,14 @@ export interface ScenarioOptions {
    * process's), or `reconcileInProcess`.
    */
   reconcile: () => Promise<ReconcileRun>;
+  /** The IPAM the nodes' runtimes call (default: ipamkit through its agents). */
+  ipam?: SimIpam;
+  /**
+   * Whether to run the power-cycle and its reconcile (default true). Whereabouts' runs leave it
+   * out: its dead sandboxes' addresses would need its own reconciler (ip-control-loop), which is
+   * not built here.
+   */
+  powerCycle?: boolean;
 }
 
 export interface PhaseResult {
@@ -44,34 +54,22 @@ export interface PhaseResult {
   /** CPU seconds the phase cost, by part (its closing audit excluded). */
   cpu: CpuParts;
   /**
-   * Kubernetes only: the requests the test API server answered during the phase (its closing audit
-   * excluded), by verb and resource (`get ippools`) — the agents', the reconciler's and the
-   * simulation's own (pods, and the power-cycle's audit before the reconcile).
+   * The requests the store's server answered during the phase (its closing audit excluded), by
+   * verb and resource (`get ippools`; on etcd by RPC, src/requests.ts) — the agents', the
+   * reconciler's and the simulation's own (pods, and the power-cycle's audit before the
+   * reconcile). Undefined on the file store.
    */
-  requests?: Record<string, number>;
+  requests?: RequestCounts;
+  /**
+   * The same, for the phase's steps of one kind of call alone: all its DELs (with the pods'
+   * deletion), all its ADDs (with the pods' creation and status), so that requests per call can be
+   * told; with the calls made.
+   */
+  steps?: Partial<Record<CallVerb, { calls: number; requests: RequestCounts }>>;
 }
 
-/**
- * From now on, the requests the Kubernetes test API server answers, by verb and resource (those
- * made at least once), each time the returned function is called; undefined on other stores.
- */
-export function requestsSince(cluster: Cluster): () => Record<string, number> | undefined {
-  if (cluster.kind !== "kubernetes") return () => undefined;
-  const before = cluster.server.stats().byResource;
-  return () =>
-    Object.fromEntries(
-      Object.entries(cluster.server.stats().byResource)
-        .map(([key, n]): [string, number] => [key, n - (before[key] ?? 0)])
-        .filter(([, n]) => n > 0),
-    );
-}
-
-/** `12,345 requests: 4,000 get ippools, …` — most frequent first. */
-export function requestsText(requests: Record<string, number>): string {
-  const entries = Object.entries(requests).sort(([a, x], [b, y]) => y - x || a.localeCompare(b));
-  const total = entries.reduce((sum, [, n]) => sum + n, 0);
-  return `${total.toLocaleString("en")} requests: ${entries.map(([key, n]) => `${n.toLocaleString("en")} ${key}`).join(", ")}`;
-}
+/** The CNI calls a phase's steps are made of. */
+export type CallVerb = "ADD" | "DEL";
 
 // the network configuration of network k lives beside the pods' CNI calls; importers keep this path
 export { networkConf } from "./scenario-pods.js";
@@ -82,20 +80,34 @@ function timer(): () => number {
   return () => (performance.now() - started) / 1000;
 }
 
+/**
+ * One step of a phase made of calls of one verb (every pod's DELs, or every pod's ADDs): `run`,
+ * with the requests the store's server answered meanwhile recorded for that verb.
+ */
+type Step = (verb: CallVerb, run: () => Promise<void>) => Promise<void>;
+
 /** What a phase's work adds to its result (the power-cycle's parts, its reconcile and its inner audit). */
-type PhaseWork = (adds: CniOutcome[], others: CniOutcome[]) => Promise<Partial<PhaseResult> | undefined>;
+type PhaseWork = (adds: CniOutcome[], others: CniOutcome[], step: Step) => Promise<Partial<PhaseResult> | undefined>;
 
 /** Runs one phase's work and measures it: time, ADD latencies, failures, conflicts, CPU, requests, then the audit. */
 async function phase(ctx: ScenarioContext, name: string, work: PhaseWork): Promise<PhaseResult> {
   const { cluster } = ctx;
   const conflictsBefore = await cluster.conflicts();
   const statsBefore = cluster.kind === "kubernetes" ? cluster.server.stats() : undefined;
-  const requestsMade = requestsSince(cluster);
+  const requestsMade = await requestsSince(cluster);
   const adds: CniOutcome[] = [];
   const others: CniOutcome[] = [];
+  const steps: NonNullable<PhaseResult["steps"]> = {};
+  const step: Step = async (verb, run) => {
+    const made = await requestsSince(cluster);
+    const before = (verb === "ADD" ? adds : others).length;
+    await run();
+    const requests = await made();
+    if (requests !== undefined) steps[verb] = { calls: (verb === "ADD" ? adds : others).length - before, requests };
+  };
   const started = performance.now();
   const cpuSpent = cpuSince(cluster);
-  const extra = (await work(adds, others)) ?? {};
+  const extra = (await work(adds, others, step)) ?? {};
   const seconds = (performance.now() - started) / 1000 - (extra.auditing ?? 0);
   const spent = cpuSpent();
   // a reconciler program is reaped by this process, like a CNI process: its CPU is moved to ours
@@ -104,7 +116,7 @@ async function phase(ctx: ScenarioContext, name: string, work: PhaseWork): Promi
   const agentConflicts = (await cluster.conflicts()) - conflictsBefore;
   const statsAfter = cluster.kind === "kubernetes" ? cluster.server.stats() : undefined;
   const httpConflicts = (statsAfter?.byStatus[409] ?? 0) - (statsBefore?.byStatus[409] ?? 0);
-  const requests = requestsMade();
+  const requests = await requestsMade();
   const ms = adds.map((a) => a.ms);
   return {
     phase: name,
@@ -116,7 +128,7 @@ async function phase(ctx: ScenarioContext, name: string, work: PhaseWork): Promi
     conflicts: Math.max(agentConflicts, httpConflicts),
     audit: audit(await held(cluster), live(ctx.pods)),
     cpu,
-    ...(requests === undefined ? {} : { requests }),
+    ...(requests === undefined ? {} : { requests, steps }),
     ...extra,
   };
 }
@@ -126,6 +138,7 @@ async function powerCycle(
   ctx: ScenarioContext,
   reconcile: ScenarioOptions["reconcile"],
   adds: CniOutcome[],
+  step: Step,
 ): Promise<Partial<PhaseResult>> {
   const { cluster, pods } = ctx;
   // every node loses power: its agent dies, no DEL ever comes for the old sandboxes
@@ -143,7 +156,7 @@ async function powerCycle(
   await cluster.startAgents(8);
   const agentsRestarted = since();
   ctx.generation++;
-  await everyPod(ctx, (pod) => bringUp(ctx, pod, adds));
+  await step("ADD", () => everyPod(ctx, (pod) => bringUp(ctx, pod, adds)));
   const cniCalls = since() - agentsRestarted;
   const auditStarted = since();
   const leakedBeforeReconcile = audit(await held(cluster), live(pods)).leaked;
@@ -164,22 +177,28 @@ async function powerCycle(
 export async function runScenario(cluster: Cluster, options: ScenarioOptions): Promise<PhaseResult[]> {
   const ctx: ScenarioContext = {
     cluster,
+    ipam: options.ipam ?? ipamkitIpam(cluster),
     networks: options.networks,
     concurrency: options.concurrency,
     pods: simPods(cluster, options.pods),
     generation: 0,
   };
   const results: PhaseResult[] = [];
-  results.push(await phase(ctx, "create all", (adds) => everyPod(ctx, (pod) => bringUp(ctx, pod, adds)).then(() => undefined)));
+  const addAll = (adds: CniOutcome[], step: Step) => step("ADD", () => everyPod(ctx, (pod) => bringUp(ctx, pod, adds)));
+  const deleteAll = (others: CniOutcome[], step: Step) => step("DEL", () => everyPod(ctx, (pod) => tearDown(ctx, pod, others)));
+  results.push(await phase(ctx, "create all", (adds, _others, step) => addAll(adds, step).then(() => undefined)));
   results.push(
-    await phase(ctx, "delete all and re-create", async (adds, others) => {
-      await everyPod(ctx, (pod) => tearDown(ctx, pod, others));
+    await phase(ctx, "delete all and re-create", async (adds, others, step) => {
+      await deleteAll(others, step);
       ctx.generation++;
-      await everyPod(ctx, (pod) => bringUp(ctx, pod, adds));
+      await addAll(adds, step);
       return undefined;
     }),
   );
-  results.push(await phase(ctx, "power-cycle every node, then reconcile", (adds) => powerCycle(ctx, options.reconcile, adds)));
-  results.push(await phase(ctx, "delete all", (_adds, others) => everyPod(ctx, (pod) => tearDown(ctx, pod, others)).then(() => undefined)));
+  if (options.powerCycle !== false)
+    results.push(
+      await phase(ctx, "power-cycle every node, then reconcile", (adds, _others, step) => powerCycle(ctx, options.reconcile, adds, step)),
+    );
+  results.push(await phase(ctx, "delete all", (_adds, others, step) => deleteAll(others, step).then(() => undefined)));
   return results;
 }

@@ -3,11 +3,13 @@
  * against a bare `node -e 0` start, and ADD+DEL against Debian's host-local with 10, 1000 and 5000
  * existing allocations. Through the agent: dist/ipamkit, the static binary a runtime executes (it
  * alone routes; dist/ipamkit-node is direct mode only).
- * Run: pnpm --filter @ipamkit/example-cni-plugin bench (after pnpm build).
+ * Run: pnpm --filter @ipamkit/example-cni-plugin bench (after pnpm build); with BENCH_JSON=1 it also
+ * writes bench/results/cni.json.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { rawEnvelope, writeRawResult } from "@ipamkit/bench-figures";
 import { attachmentKey, Pool, parseCidr } from "@ipamkit/core";
 import { createFileStore } from "@ipamkit/storage-file";
 import { startAgentProcess } from "../test/agent-process.js";
@@ -73,6 +75,11 @@ function hostLocalConf(dir: string, existing: number): string {
 }
 
 const rows: string[] = [];
+/** What the raw file holds: medians in ms. */
+const raw: {
+  single: Record<string, number>;
+  byAllocations: { allocations: number; hostLocalMs: number; directMs: number; agentMs: number }[];
+} = { single: {}, byAllocations: [] };
 // the node-local agent, for the "through the agent" rows (the same binary, agent_socket set)
 const agentDir = mkdtempSync(join(base, "ipamkit-cni-bench-agent-"));
 const agent = await startAgentProcess(join(agentDir, "agent.sock"), { env: nodeFlatFile(agentDir, {}) });
@@ -101,6 +108,7 @@ const agent = await startAgentProcess(join(agentDir, "agent.sock"), { env: nodeF
   }
   rmSync(dir, { recursive: true, force: true });
   const [mn, ma, md, maa, mda] = [median(node), median(add), median(del), median(addAgent), median(delAgent)];
+  raw.single = { nodeMs: mn, directAddMs: ma, directDelMs: md, agentAddMs: maa, agentDelMs: mda };
   rows.push("| call | median ms | × `node -e 0` |", "|---|---:|---:|");
   rows.push(
     `| \`node -e 0\` | ${mn.toFixed(1)} | 1.00 |`,
@@ -133,8 +141,15 @@ for (const existing of [10, 1000, 5000]) {
   }
   for (const d of [hlDir, ikDir, agDir]) rmSync(d, { recursive: true, force: true });
   const [h, k, a] = [median(hlTimes), median(ikTimes), median(agTimes)];
+  raw.byAllocations.push({ allocations: existing, hostLocalMs: h, directMs: k, agentMs: a });
   rows.push(`| ${existing} | ${h.toFixed(1)} | ${k.toFixed(1)} | ${(k / h).toFixed(2)} | ${a.toFixed(1)} | ${(a / h).toFixed(2)} |`);
 }
 await agent.stop();
 rmSync(join(agent.socketPath, ".."), { recursive: true, force: true });
 console.log(`\n${rows.join("\n")}\n\n${RUNS} runs per row (medians), tmpfs, node ${process.version}, ${new Date().toISOString()}`);
+const written = writeRawResult(rawEnvelope("cni", "pnpm --filter @ipamkit/example-cni-plugin bench"), {
+  runs: RUNS,
+  hostLocal: HOST_LOCAL,
+  ...raw,
+});
+if (written !== undefined) console.log(`raw result: ${written}`);

@@ -6,10 +6,12 @@
  * ipamkit runs in direct mode and through its node-local agent, each also with `whereabouts_lease`. Every range is checked after: no
  * address twice, and no entry and no ORIP left after the DELs.
  * Run: pnpm --filter @ipamkit/example-cni-plugin bench:whereabouts   (after pnpm build, both build.sh)
+ * With BENCH_JSON=1 it also writes bench/results/whereabouts-interop.json (or BENCH_JSON=path).
  */
 import { mkdtempSync, readFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { rawEnvelope, writeRawResult } from "@ipamkit/bench-figures";
 import { startAgentProcess } from "../test/agent-process.js";
 import { nodeFlatFile } from "../test/node-files.js";
 import {
@@ -32,6 +34,8 @@ const quantile = (xs: number[], q: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))] ?? Number.NaN;
 
 interface Mode {
+  /** Stable id in the raw file. */
+  id: string;
   name: string;
   binary: Binary;
   extra: Record<string, unknown>;
@@ -111,13 +115,13 @@ const agentNode = nodeFlatFile(join(agentSocket, ".."), {
 });
 const agent = await startAgentProcess(agentSocket, { env: agentNode });
 const modes: Mode[] = [
-  { name: `Whereabouts ${interop.whereabouts.version}`, binary: "whereabouts", extra: {} },
+  { id: "whereabouts", name: `Whereabouts ${interop.whereabouts.version}`, binary: "whereabouts", extra: {} },
   // the Lease off (the default takes it while Whereabouts runs, as here): the baseline of the rows below
-  { name: "ipamkit, direct", binary: "ipamkit", extra: { whereabouts_lease: false } },
-  { name: "ipamkit, agent", binary: "ipamkit", extra: { whereabouts_lease: false }, node: agentNode },
+  { id: "direct", name: "ipamkit, direct", binary: "ipamkit", extra: { whereabouts_lease: false } },
+  { id: "agent", name: "ipamkit, agent", binary: "ipamkit", extra: { whereabouts_lease: false }, node: agentNode },
   // holding Whereabouts' Lease around each ADD's writes (coexistence mode)
-  { name: "ipamkit, direct, whereabouts_lease", binary: "ipamkit", extra: { whereabouts_lease: true } },
-  { name: "ipamkit, agent, whereabouts_lease", binary: "ipamkit", extra: { whereabouts_lease: true }, node: agentNode },
+  { id: "direct-lease", name: "ipamkit, direct, whereabouts_lease", binary: "ipamkit", extra: { whereabouts_lease: true } },
+  { id: "agent-lease", name: "ipamkit, agent, whereabouts_lease", binary: "ipamkit", extra: { whereabouts_lease: true }, node: agentNode },
 ];
 const tallies: Tally[] = modes.map(() => ({ add: [], del: [], burstAdd: [], burstDel: [], failed: [], duplicates: [], left: [] }));
 const started = new Date();
@@ -152,3 +156,29 @@ console.log(
 );
 for (const [k, mode] of modes.entries())
   for (const line of [...(tallies[k]?.failed ?? []), ...(tallies[k]?.duplicates ?? [])].slice(0, 5)) console.log(`- ${mode.name}: ${line}`);
+const written = writeRawResult(rawEnvelope("whereabouts-interop", "pnpm --filter @ipamkit/example-cni-plugin bench:whereabouts"), {
+  kubernetes: interop.api.versions.kubernetes,
+  etcd: interop.api.versions.etcd,
+  whereabouts: interop.whereabouts.version,
+  calls: CALLS,
+  rounds: ROUNDS,
+  batch: BATCH,
+  load: { before: loadBefore, after: loadavg()[0] ?? null },
+  modes: modes.map((mode, k) => {
+    const t = tallies[k] as Tally;
+    return {
+      id: mode.id,
+      name: mode.name,
+      addMedianMs: quantile(t.add, 0.5),
+      addP90Ms: quantile(t.add, 0.9),
+      delMedianMs: quantile(t.del, 0.5),
+      delP90Ms: quantile(t.del, 0.9),
+      burstAddS: t.burstAdd,
+      burstDelS: t.burstDel,
+      failed: t.failed.length,
+      duplicates: t.duplicates.length,
+      left: t.left,
+    };
+  }),
+});
+if (written !== undefined) console.log(`\nraw result: ${written}`);

@@ -1,8 +1,10 @@
 /**
  * allocate+release per op in one pool, by reservation count and by range size, with a
  * Whereabouts-style linear scan (lowest free by probing every offset) run in the same process as
- * the baseline. Prints a markdown table. Run: pnpm --filter @ipamkit/core bench
+ * the baseline. Prints a markdown table. Run: pnpm --filter @ipamkit/core bench (BENCH_JSON=1: also
+ * bench/results/core.json).
  */
+import { rawEnvelope, writeRawResult } from "@ipamkit/bench-figures";
 import { Bench } from "tinybench";
 import { allocate, release } from "../src/allocator.js";
 import { attachmentKey } from "../src/key.js";
@@ -96,3 +98,10 @@ table("allocate+release by reservation count (lowest-free)", byCount, byCount[0]
 const bySize = await measure(sizeCases);
 table("allocate+release by range size (200 reservations, gateway + one excluded /28)", bySize, bySize[0]?.ours ?? 1);
 console.log(`\nnode ${process.version}, ${new Date().toISOString()}`);
+const usPerOp = (rows: { label: string; ours: number; linear: number }[]) =>
+  rows.map((r) => ({ case: r.label, ipamkitUs: r.ours, linearScanUs: r.linear }));
+const written = writeRawResult(rawEnvelope("core", "pnpm --filter @ipamkit/core bench"), {
+  byCount: usPerOp(byCount),
+  bySize: usPerOp(bySize),
+});
+if (written !== undefined) console.log(`raw result: ${written}`);

@@ -1,6 +1,7 @@
 import { type CallCommit, callCommit, FenceBrokenError, type PoolFence } from "./block-commit.js";
+import type { NodeView } from "./block-plan.js";
 import { type Fence, type Known, planAdd, recalledHolder, roomIn, searched } from "./block-plan.js";
-import { readNodeView } from "./block-view.js";
+import { readNodeView, recalledNodeView } from "./block-view.js";
 import { InvalidRequestError, isOutcomeUnknown, RangeExhaustedError, StoreConflictError } from "./errors.js";
 import { cidrContains, parseCidr } from "./ip.js";
 import { type AllocateInput, type Assigned, createIpam, type IpamOptions, type Released, type ReleaseInput } from "./ipam.js";
@@ -132,13 +133,30 @@ interface Choice {
 }
 
 /**
+ * The node's view as remembered (block-view.ts, `recalledNodeView`), where a choice made from it is
+ * checked at the commit: with a cache, on a store whose commits check the first unclaimed block's
+ * affinity claim afresh (whole-pool stores; with entry-level commits that fence compares the
+ * block's pool, which says nothing about a claim made and not yet used). Else undefined.
+ */
+function rememberedView(ctx: BlockContext, network: string, range: Range): NodeView | undefined {
+  const { cache } = ctx;
+  if (cache === undefined || ctx.store.capabilities.entryWrites) return undefined;
+  return recalledNodeView((ref) => cache.recallAffinity(ref), network, ctx.layoutOf(range), ctx.options.node);
+}
+
+/**
  * The executor of one range's ADD: reads what the planner asks for, then hands the chosen block's
- * pool to the inner IPAM and registers the plan's fences, or claims the block first.
+ * pool to the inner IPAM and registers the plan's fences, or claims the block first. The view is
+ * taken as remembered while that may be (`rememberedView`), else read; a claim lost (or of unknown
+ * outcome) sends the next plan to a view read afresh.
  */
 async function chooseBlock(ctx: BlockContext, choice: Choice): Promise<Range> {
   const { network, range, key, commit } = choice;
+  let remember = choice.recall;
   for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
-    const view = await readNodeView(ctx.store, network, ctx.layoutOf(range), ctx.options.node);
+    const view =
+      (remember ? rememberedView(ctx, network, range) : undefined) ??
+      (await readNodeView(ctx.store, network, ctx.layoutOf(range), ctx.options.node));
     const known = new Map<Range, Known>();
     for (const block of choice.recall && ctx.cache !== undefined ? searched(view) : []) {
       const stored = ctx.cache?.recall(blockPoolRef(network, block));
@@ -151,10 +169,11 @@ async function chooseBlock(ctx: BlockContext, choice: Choice): Promise<Range> {
     }
     if (plan.kind === "full") throw new RangeExhaustedError(range.cidr.text);
     if (plan.kind === "claim") {
-      // Claimed (or lost to another node): plan again from a fresh view. The allocation must not
-      // rest on "the node has no other block" — a commit retried later would still rest on it
-      // while another writer of the key claims the next block and places the key there.
-      await claimBlock(ctx, network, plan.block);
+      // Claimed (or lost to another node): plan again. The allocation must not rest on "the node
+      // has no other block" — a commit retried later would still rest on it while another writer
+      // of the key claims the next block and places the key there: the next plan fences the
+      // block after it (from a fresh view, or as remembered where the commit checks its claim).
+      if (!(await claimBlock(ctx, network, plan.block))) remember = false;
       if (protocolBreaks.giveUpAfterClaim) throw new RangeExhaustedError(range.cidr.text);
       continue;
     }
@@ -173,19 +192,29 @@ function poolFence(network: string, fence: Fence, known: ReadonlyMap<Range, Know
   return { ref, stored: known.get(fence.block)?.stored, empty };
 }
 
-/** Claims `block` for this node; another node's claim first, or an unknown outcome, is left to the next view. */
-async function claimBlock(ctx: BlockContext, network: string, block: Range): Promise<void> {
+/**
+ * Claims `block` for this node: true when this call's claim landed. Another node's claim first, or
+ * an unknown outcome, is left to the next view, read afresh (false).
+ */
+async function claimBlock(ctx: BlockContext, network: string, block: Range): Promise<boolean> {
   try {
     await ctx.store.writeClaim(affinityClaimRef(network, block), { pool: blockPoolRef(network, block), key: ctx.affinityKey }, undefined);
+    return true;
   } catch (error) {
     // the view reads the claims afresh: a claim of ours that landed is then one of this node's blocks
     if (isOutcomeUnknown(error)) ctx.counter.unknownOutcomes = (ctx.counter.unknownOutcomes ?? 0) + 1;
     else if (error instanceof StoreConflictError) ctx.counter.conflicts += 1;
     else throw error;
+    return false;
   }
 }
 
-/** The searched blocks holding `key`, their pools handed on; with `recall`, one held as last seen may answer. */
+/**
+ * The searched blocks holding `key`, their pools handed on. With `recall`, one held as last seen
+ * may answer, found among the node's blocks as remembered first (no request), else among those of
+ * a view read afresh: "held here" is a fact about that one pool, checked by the release's
+ * compare-and-swap at the recalled version, whichever view named the block.
+ */
 async function holding(
   ctx: BlockContext,
   network: string,
@@ -194,14 +223,21 @@ async function holding(
   commit: CallCommit,
   recall: boolean,
 ): Promise<Range[]> {
-  const blocks = searched(await readNodeView(ctx.store, network, ctx.layoutOf(range), ctx.options.node));
   const { cache } = ctx;
-  const quick =
-    recall && cache !== undefined ? recalledHolder(blocks, (block) => cache.recall(blockPoolRef(network, block)), key) : undefined;
-  if (quick !== undefined) {
-    commit.hand(blockPoolRef(network, quick), cache?.recall(blockPoolRef(network, quick)));
-    return [quick];
-  }
+  const recalledIn = (blocks: readonly Range[]): Range | undefined => {
+    if (!recall || cache === undefined) return undefined;
+    const quick = recalledHolder(blocks, (block) => cache.recall(blockPoolRef(network, block)), key);
+    if (quick !== undefined) commit.hand(blockPoolRef(network, quick), cache.recall(blockPoolRef(network, quick)));
+    return quick;
+  };
+  const layout = ctx.layoutOf(range);
+  const remembered =
+    cache === undefined ? undefined : recalledNodeView((ref) => cache.recallAffinity(ref), network, layout, ctx.options.node);
+  const early = remembered === undefined ? undefined : recalledIn(searched(remembered));
+  if (early !== undefined) return [early];
+  const blocks = searched(await readNodeView(ctx.store, network, layout, ctx.options.node));
+  const quick = recalledIn(blocks);
+  if (quick !== undefined) return [quick];
   const found: Range[] = [];
   for (const block of blocks) {
     const ref = blockPoolRef(network, block);

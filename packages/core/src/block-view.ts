@@ -2,7 +2,7 @@ import type { NodeView } from "./block-plan.js";
 import { readClaimsOf } from "./claims.js";
 import { affinityClaimRef, type BlockLayout, blockRange, nodeBlockOrder } from "./node-blocks.js";
 import type { Range } from "./range.js";
-import type { IpamStore } from "./store.js";
+import type { ClaimRef, IpamStore, StoredClaim } from "./store.js";
 
 /** Affinity claims read in the first request of a walk along the node's order, where the store reads several at once. */
 const READ_AHEAD = 8;
@@ -50,4 +50,30 @@ export async function readNodeView(store: IpamStore, network: string, layout: Bl
       (stored.claim.key.containerId === node ? own : others).push(block);
     }
   }
+}
+
+/**
+ * The node's view as this process remembers it, without a request: its blocks along its order
+ * from the affinity claims it has seen (claims are never deleted, so a claim seen stays true), up
+ * to the first block whose claim it has not seen, taken as the first unclaimed one. That last part
+ * is only a guess: a choice made from this view is committed with the first unclaimed block's
+ * affinity claim checked afresh just before the write that places the key (the fence of a
+ * whole-pool store, block-commit.ts), which fails if the guess is wrong — if it holds there, the
+ * node's blocks at that moment are exactly the own blocks remembered before it. Undefined when
+ * every block is remembered claimed (a node that borrows searches every block: it reads them).
+ */
+export function recalledNodeView(
+  recall: (ref: ClaimRef) => StoredClaim | undefined,
+  network: string,
+  layout: BlockLayout,
+  node: string,
+): NodeView | undefined {
+  const own: Range[] = [];
+  const order = nodeBlockOrder(layout, node);
+  for (let block = nextBlock(layout, order); block !== undefined; block = nextBlock(layout, order)) {
+    const seen = recall(affinityClaimRef(network, block));
+    if (seen === undefined) return { own, unclaimed: block, others: [] };
+    if (seen.claim.key.containerId === node) own.push(block);
+  }
+  return undefined;
 }

@@ -1,7 +1,7 @@
 import { type AffinityMemory, createAffinityMemory, withAffinityCache } from "./affinity-cache.js";
 import { createOwnClaimMemory, type OwnClaimMemory, withOwnClaimMemory } from "./own-claims.js";
 import { PoolCache } from "./pool-cache.js";
-import type { IpamStore, PoolRef, StoredPool } from "./store.js";
+import { type ClaimRef, claimId, type IpamStore, type PoolRef, type StoredClaim, type StoredPool } from "./store.js";
 
 export interface IpamCacheOptions {
   /** Pools remembered at most; the oldest are forgotten first (default 10,000). */
@@ -43,6 +43,14 @@ export class IpamCache {
   /** The pool as this process last saw it through a {@link watch}ed store, or undefined. */
   recall(ref: PoolRef): StoredPool | undefined {
     return this.pools.recall(ref);
+  }
+
+  /**
+   * A block-affinity claim as this process has seen it (read or written), or undefined: not seen,
+   * or seen unclaimed (never remembered). Claims are never deleted, so one seen stays true.
+   */
+  recallAffinity(ref: ClaimRef): StoredClaim | undefined {
+    return this.affinity.claimed.get(claimId(ref));
   }
 
   /**

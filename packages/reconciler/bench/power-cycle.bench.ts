@@ -15,8 +15,10 @@
  *    store lists in bulk), each through a fresh client; each must release exactly the dead sandboxes'
  *    reservations, which are then placed again for the next pass (not timed).
  * Run: pnpm --filter @ipamkit/reconciler bench:power-cycle   (BENCH_STORES=etcd,kubernetes,
- * BENCH_ROUNDS=5 observation rounds and BENCH_PASSES=2 passes each way by default)
+ * BENCH_ROUNDS=5 observation rounds and BENCH_PASSES=2 passes each way by default; BENCH_JSON=1: also
+ * bench/results/reconcile-power-cycle.json)
  */
+import { rawEnvelope, writeRawResult } from "@ipamkit/bench-figures";
 import {
   attachmentKey,
   createNodeBlockIpam,
@@ -161,6 +163,9 @@ async function alternated<T>(
   return runs;
 }
 
+/** Per store, for the raw file: each way's medians and requests. */
+const rawStores: object[] = [];
+
 async function benchStore(backend: Backend): Promise<void> {
   const placing = backend.open();
   try {
@@ -208,6 +213,15 @@ async function benchStore(backend: Backend): Promise<void> {
     console.log(
       `CPU: this process's (the reconciler's${backend.requests === undefined ? "; etcd's not counted" : " and the test API server's"})`,
     );
+    const rawWay = (runs: Map<boolean, Runs>, scans: boolean) => {
+      const r = runs.get(scans) as Runs;
+      return { wallMs: median(r.wall), cpuMs: median(r.cpu), requests: r.requests };
+    };
+    rawStores.push({
+      store: backend.name,
+      observing: { readEach: rawWay(observed, false), bulk: rawWay(observed, true) },
+      fullPass: { released: PODS * NETWORKS, readEach: rawWay(passes, false), bulk: rawWay(passes, true) },
+    });
   } finally {
     await placing.close();
   }
@@ -223,3 +237,10 @@ for (const name of STORES) {
   }
 }
 console.log(`\nnode ${process.version}, ${new Date().toISOString()}`);
+const written = writeRawResult(rawEnvelope("reconcile-power-cycle", "pnpm --filter @ipamkit/reconciler bench:power-cycle"), {
+  nodes: NODES,
+  pods: PODS,
+  networks: NETWORKS,
+  stores: rawStores,
+});
+if (written !== undefined) console.log(`raw result: ${written}`);

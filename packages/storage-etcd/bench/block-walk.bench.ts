@@ -7,8 +7,10 @@
  * prefixes: the etcd store as it is (claims read ahead in one transaction), and the same store
  * advertising no `batchReads` (one claim per request, as before). Counts the store calls that reach
  * etcd (each one request) and the time of the restarted nodes' ADDs, after one uncounted warm-up round.
- * Run: pnpm --filter @ipamkit/storage-etcd bench:block-walk   (BENCH_ROUNDS=3 by default)
+ * Run: pnpm --filter @ipamkit/storage-etcd bench:block-walk   (BENCH_ROUNDS=3 by default; BENCH_JSON=1:
+ * also bench/results/block-walk-etcd.json)
  */
+import { rawEnvelope, writeRawResult } from "@ipamkit/bench-figures";
 import { attachmentKey, createNodeBlockIpam, delegatingStore, IpamCache, type IpamStore, parseRange } from "@ipamkit/core";
 import { startEtcd } from "@ipamkit/etcd-launcher";
 import { createEtcdStore } from "../src/index.js";
@@ -110,3 +112,17 @@ for (const [label, f] of [
   );
 }
 console.log(`\netcd 3.4 (Debian), data dir on tmpfs, node ${process.version}, ${new Date().toISOString()}`);
+const written = writeRawResult(rawEnvelope("block-walk-etcd", "pnpm --filter @ipamkit/storage-etcd bench:block-walk"), {
+  nodes: NODES,
+  pods: PODS,
+  rounds: results.map((r) => ({
+    variant: r.variant,
+    seconds: r.seconds,
+    cpu: r.cpu,
+    requests: total(r.calls),
+    calls: r.calls,
+    conflicts: r.conflicts,
+  })),
+  meanRequests: { oneByOne: mean("one by one", (r) => total(r.calls)), readAhead: mean("read ahead", (r) => total(r.calls)) },
+});
+if (written !== undefined) console.log(`raw result: ${written}`);

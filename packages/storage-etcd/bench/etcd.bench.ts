@@ -3,8 +3,10 @@
  *  1. N sequential bare compare-and-swap puts (one key, guarded by mod revision): the server's limit here;
  *  2. N allocations by 1 allocator on one pool (createIpam + createEtcdStore, overlap protection on);
  *  3. N allocations by 50 concurrent allocators on one pool.
- * Run: pnpm --filter @ipamkit/storage-etcd bench   (BENCH_N=1000 by default)
+ * Run: pnpm --filter @ipamkit/storage-etcd bench   (BENCH_N=1000 by default; BENCH_JSON=1: also
+ * bench/results/etcd.json)
  */
+import { rawEnvelope, writeRawResult } from "@ipamkit/bench-figures";
 import { attachmentKey, createIpam, parseRange } from "@ipamkit/core";
 import { startEtcd } from "@ipamkit/etcd-launcher";
 import { Etcd3 } from "etcd3";
@@ -12,7 +14,7 @@ import { createEtcdStore } from "../src/index.js";
 
 const N = Number(process.env.BENCH_N ?? 1000);
 const etcd = await startEtcd();
-const rows: { name: string; seconds: number; conflicts?: number }[] = [];
+const rows: { id: string; name: string; seconds: number; conflicts?: number }[] = [];
 
 try {
   const client = new Etcd3({ hosts: etcd.endpoint });
@@ -26,7 +28,7 @@ try {
     if (!r.succeeded) throw new Error("unexpected conflict");
     rev = r.header.revision;
   }
-  rows.push({ name: `${N} sequential bare CAS puts`, seconds: (performance.now() - t) / 1000 });
+  rows.push({ id: "bare-cas", name: `${N} sequential bare CAS puts`, seconds: (performance.now() - t) / 1000 });
   client.close();
 
   for (const allocators of [1, 50]) {
@@ -44,6 +46,7 @@ try {
       }),
     );
     rows.push({
+      id: `allocators-${allocators}`,
       name: `${N} allocations, ${allocators} allocator${allocators > 1 ? "s" : ""}, one pool`,
       seconds: (performance.now() - t) / 1000,
       conflicts: counter.conflicts,
@@ -63,3 +66,9 @@ for (const r of rows)
     `| ${r.name} | ${r.seconds.toFixed(2)} | ${(N / r.seconds).toFixed(0)} | ${(r.seconds / base).toFixed(2)} | ${r.conflicts ?? "-"} |`,
   );
 console.log(`\netcd 3.4 (Debian), data dir on tmpfs, node ${process.version}, ${new Date().toISOString()}`);
+const written = writeRawResult(rawEnvelope("etcd", "pnpm --filter @ipamkit/storage-etcd bench"), {
+  n: N,
+  etcd: "3.4 (Debian), tmpfs",
+  rows,
+});
+if (written !== undefined) console.log(`raw result: ${written}`);

@@ -8,8 +8,10 @@
  *  3. N allocations by 50 concurrent allocators on one pool (whole-object CAS: real 409s).
  * Then the IPPool object's size at 1k and 10k allocations, and the largest pool that fits etcd's
  * default 1.5 MiB request limit, for ipamkit entries and for Whereabouts-only entries.
- * Run: pnpm --filter @ipamkit/storage-kubernetes bench   (BENCH_N=1000 by default)
+ * Run: pnpm --filter @ipamkit/storage-kubernetes bench   (BENCH_N=1000 by default; BENCH_JSON=1: also
+ * bench/results/kubernetes.json)
  */
+import { rawEnvelope, writeRawResult } from "@ipamkit/bench-figures";
 import { attachmentKey, createIpam, Pool, parseCidr, parseRange, type Reservation } from "@ipamkit/core";
 import { startKubeTestServer } from "@ipamkit/kube-test-server";
 import { type ConfigurationOptions, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
@@ -23,7 +25,7 @@ const LIMIT = 1_572_864; // etcd's default --max-request-bytes (1.5 MiB)
 const server = await startKubeTestServer({ port: 0 });
 const kubeConfig = new KubeConfig();
 kubeConfig.loadFromString(server.kubeconfig());
-const rows: { name: string; seconds: number; conflicts?: number }[] = [];
+const rows: { id: string; name: string; seconds: number; conflicts?: number }[] = [];
 
 try {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -33,7 +35,7 @@ try {
     body: { apiVersion: `${GROUP}/${VERSION}`, kind: RESERVATION.kind, metadata: { name: "cas" }, spec: { podref: "0" } },
   })) as { metadata: { resourceVersion: string }; spec: { podref: string } };
   /** N sequential guarded PUTs of the object, sent with `options` (client-node's per-call options). */
-  const barePuts = async (name: string, options?: ConfigurationOptions) => {
+  const barePuts = async (id: string, name: string, options?: ConfigurationOptions) => {
     const started = performance.now();
     for (let i = 1; i <= N; i++) {
       object = await api.replaceNamespacedCustomObject(
@@ -41,11 +43,11 @@ try {
         options,
       );
     }
-    rows.push({ name, seconds: (performance.now() - started) / 1000 });
+    rows.push({ id, name, seconds: (performance.now() - started) / 1000 });
   };
-  await barePuts(`${N} sequential bare CAS PUTs`);
+  await barePuts("bare-puts-default", `${N} sequential bare CAS PUTs`);
   const transport = apiTransport(10_000);
-  await barePuts(`${N} sequential bare CAS PUTs, as the store sends them (apiTransport)`, transport);
+  await barePuts("bare-puts-store", `${N} sequential bare CAS PUTs, as the store sends them (apiTransport)`, transport);
   transport.close();
 
   for (const allocators of [1, 50]) {
@@ -67,6 +69,7 @@ try {
       }),
     );
     rows.push({
+      id: `allocators-${allocators}`,
       name: `${N} allocations, ${allocators} allocator${allocators > 1 ? "s" : ""}, one pool`,
       seconds: (performance.now() - t) / 1000,
       conflicts: counter.conflicts,
@@ -134,3 +137,15 @@ for (const ipamkit of [true, false]) {
 console.log(
   `\nkube-test-server in-process (real HTTP on 127.0.0.1), @kubernetes/client-node 1.4.0, node ${process.version}, ${new Date().toISOString()}`,
 );
+const written = writeRawResult(rawEnvelope("kubernetes", "pnpm --filter @ipamkit/storage-kubernetes bench"), {
+  n: N,
+  server: "kube-test-server in-process (real HTTP on 127.0.0.1), @kubernetes/client-node 1.4.0",
+  rows,
+  objectBytes: [true, false].map((ipamkit) => ({
+    entries: ipamkit ? "ipamkit" : "whereabouts",
+    at1k: bytes(1000, ipamkit),
+    at10k: bytes(10_000, ipamkit),
+    largestUnderLimit: largest(ipamkit),
+  })),
+});
+if (written !== undefined) console.log(`raw result: ${written}`);
