@@ -11,10 +11,10 @@
  *   reborn pod at its ADD, by pod name);
  * - any address freed while live: a reborn pod's network-status address with no entry of that pod,
  *   held twice, or given to another pod — sampled every 2 s from the move to the end.
- * Run: pnpm --filter @ipamkit/node-launcher bench:cluster   (after pnpm build and test-infra/*\/build.sh)
+ * Run: pnpm --filter @ipamkit/node-launcher bench:cluster   (after pnpm build and test-infra/*\/build.sh);
+ * BENCH_ROUNDS (default 2) rounds; the raw result goes to bench/results/cluster-move.json.
  */
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { rawEnvelope, writeRawResult } from "@ipamkit/bench-figures";
 import { type Cluster, startCluster } from "../src/cluster.js";
 import { checkCluster } from "../src/cluster-checks.js";
 import { createSetAndWait, forceDelete, scaleAndWait, setPods, waitForSet } from "../src/cluster-pods.js";
@@ -123,7 +123,8 @@ async function main(): Promise<void> {
       toRunningS: rs.map((r) => Number((r.toRunningMs / 1000).toFixed(1))),
       deadEntries: rs.reduce((n, r) => n + r.deadEntries, 0),
       deadFreed: rs.reduce((n, r) => n + r.deadFreed, 0),
-      freedWhileLive: rs.flatMap((r) => r.freedWhileLive),
+      freedWhileLive: rs.reduce((n, r) => n + r.freedWhileLive.length, 0),
+      freedWhileLiveSamples: rs.flatMap((r) => r.freedWhileLive),
       leftAfterDelete: rs.reduce((n, r) => n + r.leftAfterDelete, 0),
     };
   });
@@ -133,15 +134,18 @@ async function main(): Promise<void> {
   console.log("|---|---:|---:|---:|---:|---:|---:|");
   for (const s of summary)
     console.log(
-      `| ${s.ipam} | ${s.runs} | ${s.moved} | ${s.toRunningMedianS} s (${s.toRunningS.join(", ")}) | ${s.deadFreed} of ${s.deadEntries} | ${s.freedWhileLive.length} | ${s.leftAfterDelete} |`,
+      `| ${s.ipam} | ${s.runs} | ${s.moved} | ${s.toRunningMedianS} s (${s.toRunningS.join(", ")}) | ${s.deadFreed} of ${s.deadEntries} | ${s.freedWhileLive} | ${s.leftAfterDelete} |`,
     );
   const [k, w] = summary;
   if (k && w)
     console.log(`\nipamkit / Whereabouts, to Running across the move (median): ${(k.toRunningMedianS / w.toRunningMedianS).toFixed(2)}`);
-  writeFileSync(
-    join(import.meta.dirname, "..", "..", "..", "bench", "results", "cluster-move.json"),
-    `${JSON.stringify({ date: new Date().toISOString(), rounds: ROUNDS, replicas: REPLICAS, runs, summary }, null, 2)}\n`,
+  // always written (bench/results/cluster-move.json unless BENCH_JSON names another path)
+  const written = writeRawResult(
+    rawEnvelope("cluster-move", "pnpm --filter @ipamkit/node-launcher bench:cluster"),
+    { rounds: ROUNDS, replicas: REPLICAS, runs, summary },
+    { BENCH_JSON: process.env.BENCH_JSON || "1" },
   );
+  console.log(`\nraw result: ${written}`);
 }
 
 await main();
