@@ -50,7 +50,9 @@ async function run(entry: CorpusEntry, index: number, binary: "wb" | "ik"): Prom
   const { conf, flat } = placed(entry, paths);
   writeFileSync(paths.flatFile, JSON.stringify(flat));
   const args = `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=corpus-${index};K8S_POD_INFRA_CONTAINER_ID=c${index};K8S_POD_UID=uid-${index}`;
-  const r = await runPlugin(cniEnv("ADD", `c${index}`, "net1", { CNI_ARGS: args }), conf, binary === "wb" ? whereaboutsBinary : PLUGIN);
+  // Whereabouts follows the NAD's configuration_path; ipamkit reads the flat file the node names
+  const node = binary === "ik" ? { IPAMKIT_CONFIGURATION_PATH: paths.flatFile } : {};
+  const r = await runPlugin(cniEnv("ADD", `c${index}`, "net1", { CNI_ARGS: args, ...node }), conf, binary === "wb" ? whereaboutsBinary : PLUGIN);
   return outcomeOf(r.code, r.json, r.stdout);
 }
 

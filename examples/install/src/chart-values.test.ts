@@ -27,10 +27,11 @@ describe("values.schema.json refuses what the programs cannot serve", () => {
         /at '\/cni\/confDir': value must be one of '\/etc\/kubernetes\/cni\/net\.d', '\/etc\/cni\/net\.d'/,
       );
     }
-    // networks that name the flat file themselves (ipam.configuration_path): any clean absolute path
-    const own = nodePod(template(["--set", "cni.confDir=/var/lib/cni-conf", "--set", "cni.configurationPathInNetworks=true"]));
+    // a runtime whose environment names the flat file (IPAMKIT_CONFIGURATION_PATH): any clean absolute path
+    const own = nodePod(template(["--set", "cni.confDir=/var/lib/cni-conf", "--set", "cni.runtimeNamesConfigurationPath=true"]));
     expect(container(own, "install").args).toEqual(expect.arrayContaining(["--cni-conf-dir", "/var/lib/cni-conf"]));
-    expect(refusal(["--set", "cni.confDir=etc/cni", "--set", "cni.configurationPathInNetworks=true"])).toContain("at '/cni/confDir'");
+    expect(container(own, "agent").env).toContainEqual({ name: "IPAMKIT_CONFIGURATION_PATH", value: "/var/lib/cni-conf/whereabouts.d" });
+    expect(refusal(["--set", "cni.confDir=etc/cni", "--set", "cni.runtimeNamesConfigurationPath=true"])).toContain("at '/cni/confDir'");
   });
 
   it("cni.binaryNames: file names only, none a standard CNI plugin's or one of ipamkit's Node files, at least one", () => {

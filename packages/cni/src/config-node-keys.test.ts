@@ -47,14 +47,30 @@ describe("loadIpamConfig: node-level keys", () => {
     );
     for (const key of ["etcd_cert_file", "etcd_key_file", "etcd_ca_cert_file", "etcd_username"]) {
       expectConfigError(
-        () => load(netConf({ ...V4, etcd_host: "127.0.0.1:2379", [key]: "/etc/kubernetes/pki/x" }), { fs }),
+        () => load(netConf({ ...V4, type: "ipamkit", etcd_host: "127.0.0.1:2379", [key]: "/etc/kubernetes/pki/x" }), { fs }),
         7,
         `ipam.${key}`,
       );
     }
     // a password is never printed, not even when refused
-    const error = expectConfigError(() => load(netConf({ ...V4, etcd_password: "hunter2" }), { fs }), 7, "ipam.etcd_password");
+    const error = expectConfigError(() => load(netConf({ ...V4, type: "ipamkit", etcd_password: "hunter2" }), { fs }), 7, "ipam.etcd_password");
     expect(error.message).not.toContain("hunter2");
+  });
+
+  it("etcd credentials in a Whereabouts NAD on a node whose store is Kubernetes: ignored with a warning, as Whereabouts drops them", () => {
+    const kube = memFs({ [CNI_FLAT]: { datastore: "kubernetes", kubernetes: { kubeconfig: "/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig" } } });
+    const config = load(netConf({ ...V4, etcd_host: "10.0.0.1:2379", etcd_username: "u", etcd_password: "hunter2" }), { fs: kube });
+    expect(config.datastore).toBe("kubernetes");
+    const text = config.warnings.join("\n");
+    expect(text).toContain('ipam.etcd_username is ignored: the store is the node\'s Kubernetes (type "whereabouts" with its kubeconfig)');
+    expect(text).toContain("ipam.etcd_password is ignored");
+    expect(text).not.toContain("hunter2");
+    // type "ipamkit" chooses its store from the config: the credentials are still refused there
+    expectConfigError(
+      () => load(netConf({ ...V4, type: "ipamkit", etcd_host: "10.0.0.1:2379", etcd_username: "u" }), { fs: kube }),
+      7,
+      "ipam.etcd_username",
+    );
   });
 
   it("etcd_host: the network's own, unless the node holds etcd credentials (never presented to a host a network config names)", () => {

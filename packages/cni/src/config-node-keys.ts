@@ -8,7 +8,8 @@ import type { ConfigFs } from "./types.js";
 // NetworkAttachmentDefinition anyone allowed in a namespace may write) that sets one of these keys
 // has it removed before the flat file is merged in: the same value as the node's says nothing and
 // is dropped silently; another is ignored with one warning line; a store credential that the node
-// does not set at all is refused (ignoring it would put the call on another store).
+// does not set at all is refused (ignoring it would put the call on another store), but for etcd
+// credentials where the store is the node's Kubernetes anyway (Whereabouts drops them too).
 
 /** Agent routing and the flat file's location: ignored with a warning when the network config sets another value. */
 const IGNORED = [...NODE_AGENT_KEYS, "configuration_path"] as const;
@@ -55,6 +56,13 @@ function without(object: Record<string, unknown>, path: string): Record<string, 
   return out;
 }
 
+/** True when the store will be Kubernetes as in Whereabouts: type "whereabouts" and a kubeconfig from the node. */
+function kubernetesAsWhereabouts(inline: Record<string, unknown>, node: Record<string, unknown>): boolean {
+  const type = inline.type ?? node.type;
+  const kubeconfig = get(node, "kubernetes.kubeconfig");
+  return type === "whereabouts" && typeof kubeconfig === "string" && kubeconfig !== "";
+}
+
 /** Where the node's flat file is, for messages. */
 function nodeFileText(fs: ConfigFs, flatPath: string | undefined): string {
   if (flatPath !== undefined) return `the node's flat file ${flatPath}`;
@@ -93,6 +101,12 @@ export function withoutNodeKeys(
     }
     if (value === "" || JSON.stringify(value) === JSON.stringify(nodeValue)) continue;
     const isCredential = (CREDENTIALS as readonly string[]).includes(key);
+    if (isCredential && nodeValue === undefined && key.startsWith("etcd_") && kubernetesAsWhereabouts(inline, node)) {
+      // Whereabouts v0.6+ has no etcd store and drops these keys; with type "whereabouts" and the
+      // node's kubeconfig the store is Kubernetes whatever the network config says (chooseDatastore)
+      warnings.push(`ipam.${key} is ignored: the store is the node's Kubernetes (type "whereabouts" with its kubeconfig), as in Whereabouts`);
+      continue;
+    }
     if (isCredential && nodeValue === undefined) {
       throw configError(
         7,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { expectConfigError, load, netConf, V4 } from "./config-test-kit.js";
+import { expectConfigError, load, netConf, onNode, V4 } from "./config-test-kit.js";
 
 // Configs read as Whereabouts v0.9 reads them (pkg/config/config.go, pkg/types/types.go,
 // pkg/iphelpers GetIPRange): what is accepted, how ranges come out, and the warning each gets.
@@ -24,6 +24,8 @@ describe("keys as Go's encoding/json reads them", () => {
         routes: [{ dst: "0.0.0.0/0", metric: 100 }],
         ipRanges: [{ range: "10.1.0.0/24", gw: "10.1.0.1" }],
       }),
+      // the kubeconfig is the node's (a network config may only repeat it)
+      { fs: onNode({ kubernetes: { kubeconfig: "/k" } }) },
     );
     expect(config.ranges[0]).toEqual({ range: "10.0.0.0/24" });
     expect(config.routes).toEqual([{ dst: "0.0.0.0/0" }]);

@@ -68,11 +68,7 @@ async function move(cluster: Cluster, ipam: Ipam): Promise<Run> {
   await watchLive(cluster, AFTER_MOVE_MS, problems);
   await cluster.node("node-a").powerOn();
   await cluster.ready(180_000);
-  await until(
-    "node-a's dead sandboxes removed",
-    180_000,
-    () => cluster.node("node-a").crictl(["pods", "--state", "notready", "-q"]) === "",
-  );
+  await until("node-a's dead sandboxes removed", 180_000, () => cluster.node("node-a").deadSandboxes(cluster.namespace).length === 0);
   await watchLive(cluster, 10_000, problems);
   const held = new Set((await checkCluster(cluster)).allocations.map((a) => `${a.id} ${a.address}`));
   const deadFreed = [...dead].filter((d) => !held.has(d)).length;

@@ -29,8 +29,8 @@ export interface AgentPodOptions {
   image: IpamkitImage;
   /** the chart's release namespace (default kube-system) */
   namespace?: string;
-  /** extra chart values, e.g. `{ "cni.extraFlatFileKeys.sticky": "true" }` */
-  values?: Record<string, string>;
+  /** extra chart values, e.g. `{ "cni.extraFlatFileKeys.sticky": true }` */
+  values?: Record<string, string | boolean | number>;
 }
 
 /** `helm template` of the chart with this node's dirs and image; the objects it renders */
@@ -45,10 +45,10 @@ function renderAgentChart(options: AgentPodOptions, namespace: string): Kubernet
       "image.pullPolicy": "Never",
       "cni.binDir": options.layout.cniBinDir,
       "cni.confDir": options.layout.cniConfDir,
-      // the node's networks name the flat file (config.ts: ipam.configuration_path): any confDir serves
-      "cni.configurationPathInNetworks": "true",
+      // the runtime names the flat file (IPAMKIT_CONFIGURATION_PATH in its environment): any confDir serves
+      "cni.runtimeNamesConfigurationPath": true,
       "agent.socketDir": options.layout.agentDir,
-      "reconciler.enabled": "false",
+      "reconciler.enabled": false,
       ...options.values,
     },
   });

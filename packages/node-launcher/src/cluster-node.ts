@@ -48,6 +48,12 @@ export interface ClusterNode {
   hostPath(inNode: string): string;
   /** crictl against this node's containerd */
   crictl(args: readonly string[]): string;
+  /**
+   * The ids of the node's NotReady sandboxes in `namespace`: the dead ones a power-off left. The
+   * kubelet removes each only after StopPodSandbox succeeded, i.e. after the whole CNI DEL chain
+   * (Multus, its delegates, their IPAM) answered success.
+   */
+  deadSandboxes(namespace: string): string[];
   /** imports an OCI archive into the node's containerd (as a registry pull would bring it) */
   importImage(archive: string): void;
   /** runs a command inside the node's mount namespace */
@@ -193,6 +199,7 @@ export async function startClusterNode(options: ClusterNodeOptions, core: CoreV1
     cgroupRoot,
     hostPath,
     crictl,
+    deadSandboxes: (namespace) => crictl(["pods", "--namespace", namespace, "--state", "notready", "-q"]).split("\n").filter(Boolean),
     importImage: (archive) => {
       must(binaries.ctr, ["--address", socket, "-n", "k8s.io", "images", "import", archive]);
     },

@@ -51,14 +51,22 @@ export function attached(cluster: Cluster, pod: V1Pod): boolean {
   return cluster.networks.names.every((n) => status.some((s) => s.name === `${cluster.namespace}/${n}` && (s.ips?.length ?? 0) > 0));
 }
 
-/** Scales the StatefulSet and waits until exactly `replicas` pods run with every network attached (or none are left). */
+/**
+ * Scales the StatefulSet (creating it when there is none yet) and waits until exactly `replicas`
+ * pods run with every network attached (or none are left).
+ */
 export async function scaleAndWait(cluster: Cluster, name: string, replicas: number, timeoutMs = 180_000): Promise<V1Pod[]> {
   const apps = cluster.apiserver.kubeConfig.makeApiClient(AppsV1Api);
-  await apps.patchNamespacedStatefulSetScale({
-    name,
-    namespace: cluster.namespace,
-    body: [{ op: "replace", path: "/spec/replicas", value: replicas }],
-  });
+  try {
+    await apps.patchNamespacedStatefulSetScale({
+      name,
+      namespace: cluster.namespace,
+      body: [{ op: "replace", path: "/spec/replicas", value: replicas }],
+    });
+  } catch (error) {
+    if ((error as { code?: number }).code !== 404) throw error;
+    await apps.createNamespacedStatefulSet({ namespace: cluster.namespace, body: statefulSet(cluster, name, replicas) });
+  }
   return waitForSet(cluster, name, replicas, timeoutMs);
 }
 
@@ -73,7 +81,7 @@ export async function waitForSet(cluster: Cluster, name: string, replicas: numbe
     });
   } catch (error) {
     const seen = pods.map((p) => `${p.metadata?.name}@${p.spec?.nodeName}:${p.status?.phase}${attached(cluster, p) ? "+net" : ""}`);
-    throw new Error(`${(error as Error).message}; pods: ${seen.join(" ")}\n${cluster.logTail()}`);
+    throw new Error(`${(error as Error).message}; pods: ${seen.join(" ")}\n${await podEvents(cluster, pods)}\n${cluster.logTail()}`);
   }
   return pods;
 }
@@ -88,4 +96,15 @@ export async function createSetAndWait(cluster: Cluster, name: string, replicas:
 /** Force-deletes pods as an operator does for a node that is gone (grace 0: no kubelet confirms). */
 export async function forceDelete(cluster: Cluster, names: readonly string[]): Promise<void> {
   for (const name of names) await cluster.core.deleteNamespacedPod({ name, namespace: cluster.namespace, gracePeriodSeconds: 0 });
+}
+
+/** The last warning events of the pods that are not running attached (why a sandbox failed). */
+async function podEvents(cluster: Cluster, pods: readonly V1Pod[]): Promise<string> {
+  const stuck = new Set(pods.filter((p) => !(isReady(p) && attached(cluster, p))).map((p) => p.metadata?.uid));
+  const events = (await cluster.core.listNamespacedEvent({ namespace: cluster.namespace })).items;
+  return events
+    .filter((e) => e.type === "Warning" && stuck.has(e.involvedObject.uid))
+    .slice(-6)
+    .map((e) => `event ${e.involvedObject.name} ${e.reason}: ${e.message ?? ""}`.slice(0, 600))
+    .join("\n");
 }

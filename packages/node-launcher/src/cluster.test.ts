@@ -111,12 +111,10 @@ describe("a real cluster with Multus: NADs written for Whereabouts, served by ip
 
     // node A comes back: its runtime's late DELs name the dead sandboxes' keys and free nothing live
     await cluster.node("node-a").powerOn();
+    // the reboot found the dead sandboxes: the kubelet now tears them down (the late DELs)
+    expect(cluster.node("node-a").deadSandboxes(cluster.namespace).length).toBeGreaterThan(0);
     await cluster.ready();
-    await until(
-      "node A's dead sandboxes removed",
-      120_000,
-      () => cluster.node("node-a").crictl(["pods", "--state", "notready", "-q"]) === "",
-    );
+    await until("node A's dead sandboxes removed", 120_000, () => cluster.node("node-a").deadSandboxes(cluster.namespace).length === 0);
     await expectConsistent();
     expect(await addressesOf()).toEqual(live);
   }, 600_000);
@@ -133,12 +131,10 @@ describe("a real cluster with Multus: NADs written for Whereabouts, served by ip
       await expectConsistent();
       expect(await addressesOf()).toEqual(live);
       await cluster.node("node-b").powerOn();
+      // the reboot found the dead sandboxes: the kubelet now tears them down (the late DELs)
+      expect(cluster.node("node-b").deadSandboxes(cluster.namespace).length).toBeGreaterThan(0);
       await cluster.ready();
-      await until(
-        "node B's dead sandboxes removed",
-        120_000,
-        () => cluster.node("node-b").crictl(["pods", "--state", "notready", "-q"]) === "",
-      );
+      await until("node B's dead sandboxes removed", 120_000, () => cluster.node("node-b").deadSandboxes(cluster.namespace).length === 0);
       // a full pass more while watching: still nothing live freed
       await new Promise((r) => setTimeout(r, 6_000));
       await expectConsistent();
@@ -176,12 +172,10 @@ describe("a real cluster with Multus: NADs written for Whereabouts, served by ip
     expect(pass.status, pass.output).toBe(0);
     expect(await addressesOf()).toEqual(before);
     await cluster.node("node-a").powerOn();
+    // the reboot found the dead sandboxes: the kubelet now tears them down (the late DELs)
+    expect(cluster.node("node-a").deadSandboxes(cluster.namespace).length).toBeGreaterThan(0);
     await cluster.ready();
-    await until(
-      "node A's dead sandboxes removed",
-      120_000,
-      () => cluster.node("node-a").crictl(["pods", "--state", "notready", "-q"]) === "",
-    );
+    await until("node A's dead sandboxes removed", 120_000, () => cluster.node("node-a").deadSandboxes(cluster.namespace).length === 0);
     await expectConsistent();
     expect(await addressesOf()).toEqual(before);
     expect(moved.length).toBeGreaterThan(0);

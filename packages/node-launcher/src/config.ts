@@ -151,7 +151,7 @@ function ipamConfig(options: NetworkOptions): Record<string, unknown> {
     type: "ipamkit",
     range: options.range,
     ...(options.gateway ? { gateway: options.gateway } : {}),
-    configuration_path: ipam.flatFile,
+    // no configuration_path: the flat file is a node-level setting, named in the runtime's environment
     ...(ipam.sticky ? { sticky: true } : {}),
   };
 }

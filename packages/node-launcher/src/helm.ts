@@ -24,9 +24,13 @@ export function helmBinary(): string {
   return helm;
 }
 
-/** `helm template` of ipamkit's chart with `values` (`--set key=value`), parsed. */
-export function renderChart(options: { release: string; namespace: string; values: Record<string, string> }): KubernetesObject[] {
-  const sets = Object.entries(options.values).flatMap(([k, v]) => ["--set-string", `${k}=${v}`]);
+/** `helm template` of ipamkit's chart with `values` (strings `--set-string`, booleans and numbers `--set`), parsed. */
+export function renderChart(options: {
+  release: string;
+  namespace: string;
+  values: Record<string, string | boolean | number>;
+}): KubernetesObject[] {
+  const sets = Object.entries(options.values).flatMap(([k, v]) => [typeof v === "string" ? "--set-string" : "--set", `${k}=${v}`]);
   const yaml = execFileSync(helmBinary(), ["template", options.release, CHART, "--namespace", options.namespace, ...sets], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "pipe"],

@@ -164,7 +164,13 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   const dirs = [layout.containerdRoot, layout.containerdState, layout.cniBinDir, layout.cniConfDir, layout.kubeletRoot, layout.staticPods];
   for (const d of [...dirs, layout.logs]) mkdirSync(d, { recursive: true });
   mkdirSync(layout.agentDir, { mode: 0o700 });
-  const env = { ...process.env, PATH: `${join(binaries.containerd, "..")}:${process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin"}` };
+  const env = {
+    ...process.env,
+    PATH: `${join(binaries.containerd, "..")}:${process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin"}`,
+    // the node's flat file is in its own conf dir, not a default location: the runtime names it, as
+    // a node admin does in the runtime's environment (the plugin inherits it; a NAD cannot set it)
+    IPAMKIT_CONFIGURATION_PATH: join(layout.cniConfDir, "whereabouts.d"),
+  };
   const crictl = (args: readonly string[]) =>
     must(binaries.crictl, ["--runtime-endpoint", `unix://${layout.containerdSocket}`, "--timeout", "20s", ...args]);
   let image: IpamkitImage | undefined;

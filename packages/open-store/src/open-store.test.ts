@@ -69,13 +69,15 @@ describe("open-store", () => {
   });
 
   it("maps a CNI config to the store the plugin opens", async () => {
-    const load = (ipam: Record<string, unknown>) =>
+    // store credentials are the node's: they come from its flat file (at the second default location)
+    const flatPath = "/etc/cni/net.d/whereabouts.d/whereabouts.conf";
+    const load = (ipam: Record<string, unknown>, flat?: Record<string, unknown>) =>
       loadIpamConfig(JSON.stringify({ cniVersion: "1.0.0", name: "n", ipam: { type: "ipamkit", range: "10.9.0.0/24", ...ipam } }), {
-        fs: { exists: () => false, readText: () => "" },
+        fs: { exists: (path) => flat !== undefined && path === flatPath, readText: () => JSON.stringify(flat) },
         command: "ADD",
       });
     expect(storeSpecOfConfig(load({ data_dir: join(dir, "cni") }))).toEqual({ datastore: "file", dir: join(dir, "cni") });
-    expect(storeSpecOfConfig(load({ etcd_host: etcd.endpoint, etcd_username: "u" }))).toEqual({
+    expect(storeSpecOfConfig(load({}, { etcd_host: etcd.endpoint, etcd_username: "u" }))).toEqual({
       datastore: "etcd",
       whereabouts: { etcd_host: etcd.endpoint, etcd_username: "u" },
     });
