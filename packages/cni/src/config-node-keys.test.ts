@@ -53,12 +53,18 @@ describe("loadIpamConfig: node-level keys", () => {
       );
     }
     // a password is never printed, not even when refused
-    const error = expectConfigError(() => load(netConf({ ...V4, type: "ipamkit", etcd_password: "hunter2" }), { fs }), 7, "ipam.etcd_password");
+    const error = expectConfigError(
+      () => load(netConf({ ...V4, type: "ipamkit", etcd_password: "hunter2" }), { fs }),
+      7,
+      "ipam.etcd_password",
+    );
     expect(error.message).not.toContain("hunter2");
   });
 
   it("etcd credentials in a Whereabouts NAD on a node whose store is Kubernetes: ignored with a warning, as Whereabouts drops them", () => {
-    const kube = memFs({ [CNI_FLAT]: { datastore: "kubernetes", kubernetes: { kubeconfig: "/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig" } } });
+    const kube = memFs({
+      [CNI_FLAT]: { datastore: "kubernetes", kubernetes: { kubeconfig: "/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig" } },
+    });
     const config = load(netConf({ ...V4, etcd_host: "10.0.0.1:2379", etcd_username: "u", etcd_password: "hunter2" }), { fs: kube });
     expect(config.datastore).toBe("kubernetes");
     const text = config.warnings.join("\n");

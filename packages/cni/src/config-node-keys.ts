@@ -104,7 +104,9 @@ export function withoutNodeKeys(
     if (isCredential && nodeValue === undefined && key.startsWith("etcd_") && kubernetesAsWhereabouts(inline, node)) {
       // Whereabouts v0.6+ has no etcd store and drops these keys; with type "whereabouts" and the
       // node's kubeconfig the store is Kubernetes whatever the network config says (chooseDatastore)
-      warnings.push(`ipam.${key} is ignored: the store is the node's Kubernetes (type "whereabouts" with its kubeconfig), as in Whereabouts`);
+      warnings.push(
+        `ipam.${key} is ignored: the store is the node's Kubernetes (type "whereabouts" with its kubeconfig), as in Whereabouts`,
+      );
       continue;
     }
     if (isCredential && nodeValue === undefined) {
