@@ -1,3 +1,4 @@
+import { dirname } from "node:path";
 import { ConfigError, loadIpamConfig } from "@ipamkit/cni";
 import { describe, expect, it } from "vitest";
 import { placed, readCorpus } from "../test/whereabouts-corpus.js";
@@ -12,7 +13,8 @@ const KUBECONFIG = "/corpus/whereabouts.d/whereabouts.kubeconfig";
 describe("the Whereabouts config corpus through ipamkit's loader", () => {
   it.each(readCorpus().map((entry) => [entry.id, entry] as const))("%s", (_, entry) => {
     const { conf, flat } = placed(entry, { kubeconfig: KUBECONFIG, flatFile: FLAT });
-    const fs = { exists: (path: string) => path === FLAT, readText: () => JSON.stringify(flat) };
+    // the node names its flat file (IPAMKIT_CONFIGURATION_PATH), as the installer sets it
+    const fs = { exists: (path: string) => path === FLAT, readText: () => JSON.stringify(flat), configurationPath: dirname(FLAT) };
     let outcome: "accept" | "refuse" = "accept";
     try {
       loadIpamConfig(JSON.stringify(conf), { fs, command: "ADD" });
