@@ -57,6 +57,12 @@ seccompProfile: { type: RuntimeDefault }
 {{- if and .Values.whereaboutsLease (ne .Values.store.type "kubernetes") -}}
 {{- fail "whereaboutsLease needs store.type kubernetes (Whereabouts' Lease guards its pools there)" -}}
 {{- end -}}
+{{- if and .Values.reconciler.nodeSlices (ne .Values.store.type "kubernetes") -}}
+{{- fail "reconciler.nodeSlices needs store.type kubernetes (NodeSlicePools live there)" -}}
+{{- end -}}
+{{- if and .Values.reconciler.nodeSlices (eq .Values.reconciler.mode "watch") -}}
+{{- fail "reconciler.nodeSlices needs reconciler.mode cron (slices are kept after each scheduled pass)" -}}
+{{- end -}}
 {{- if and .Values.metrics.prometheusRule.enabled (not .Values.agent.metrics.enabled) (not .Values.reconciler.enabled) -}}
 {{- fail "metrics.prometheusRule needs agent.metrics.enabled or reconciler.enabled: nothing to alert on" -}}
 {{- end -}}

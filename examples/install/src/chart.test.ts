@@ -76,6 +76,31 @@ describe("helm lint and template", () => {
     );
   });
 
+  it("reconciler.nodeSlices: --node-slices and the grants of rbac-reconciler-node-slices.yaml; refused with etcd or watch mode", () => {
+    const objects = template(["--set", "reconciler.nodeSlices=true"]);
+    expect(find(objects, "Role", "ipamkit-reconciler-node-slices").rules).toEqual(
+      rulesOf("rbac-reconciler-node-slices.yaml", "Role", "ipamkit-reconciler-node-slices"),
+    );
+    expect(find(objects, "ClusterRole", "ipamkit-reconciler-nodes").rules).toEqual(
+      rulesOf("rbac-reconciler-node-slices.yaml", "ClusterRole", "ipamkit-reconciler-nodes"),
+    );
+    expect(find(objects, "RoleBinding", "ipamkit-reconciler-node-slices").subjects).toEqual([
+      { kind: "ServiceAccount", name: "ipamkit-reconciler", namespace: NAMESPACE },
+    ]);
+    const args = (o: Rendered[]) => find(o, "Deployment", "ipamkit-reconciler").spec.template.spec.containers[0].args as string[];
+    expect(args(objects)).toContain("--node-slices=true");
+    // off by default: no flag, no grant
+    const off = template();
+    expect(args(off)).not.toContain("--node-slices=true");
+    expect(off.filter((o) => o.metadata.name.includes("node-slices") || o.metadata.name.endsWith("-nodes"))).toEqual([]);
+    expect(helmRun(["template", "x", CHART, ...ETCD_VALUES, "--set", "reconciler.nodeSlices=true"]).stderr).toContain(
+      "reconciler.nodeSlices needs store.type kubernetes",
+    );
+    expect(helmRun(["template", "x", CHART, "--set", "reconciler.nodeSlices=true", "--set", "reconciler.mode=watch"]).stderr).toContain(
+      "reconciler.nodeSlices needs reconciler.mode cron",
+    );
+  });
+
   it("the DaemonSet's installer arguments, run by the real installer, write the flat file the agent's socket and probes match", async () => {
     for (const values of [[], ETCD_VALUES]) {
       const ds = find(template(values), "DaemonSet", "ipamkit-node");

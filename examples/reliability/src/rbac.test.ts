@@ -15,7 +15,7 @@ import { runBinary } from "../test/subprocess.js";
 // ServiceAccounts get tokens, and the built CNI binary and the built reconciler do everything they
 // do — ADD (overlapping-range claims, a dangling claim taken over, per-node blocks, node slices), CHECK, DEL,
 // GC, STATUS; a reconcile pass that releases 33 orphans (their reservation records read in one
-// list), the pod-watch controller with its Lease.
+// list) and keeps the node slices (`--node-slices true`), the pod-watch controller with its Lease.
 // The API server's audit log then shows every request each account made: none was refused (403),
 // and every verb the manifests grant was used — nothing granted is left unused.
 
@@ -129,7 +129,8 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
   const admin = KubernetesObjectApi.makeApiClient(server.kubeConfig);
   // with the Lease grants of `whereabouts_lease: true`, used by two ADDs below
   const cniManifest = [...manifest("rbac-cni.yaml"), ...manifest("rbac-cni-whereabouts-lease.yaml")];
-  const reconcilerManifest = manifest("rbac-reconciler.yaml");
+  // with the node-slice grants of `--node-slices true`, used by the reconciler's --once pass below
+  const reconcilerManifest = [...manifest("rbac-reconciler.yaml"), ...manifest("rbac-reconciler-node-slices.yaml")];
   for (const object of [...cniManifest, ...reconcilerManifest]) await admin.create(object);
   const cniKubeconfig = await accountKubeconfig("ipamkit-cni");
   const reconcilerKubeconfig = await accountKubeconfig("ipamkit-reconciler");
@@ -217,6 +218,7 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
         allocations: [
           { nodeName: "node-r", sliceRange: "10.69.0.0/24" },
           { nodeName: "node-w", sliceRange: "10.69.1.0/24" },
+          { nodeName: "", sliceRange: "10.69.2.0/24" },
         ],
       },
     },
@@ -266,9 +268,13 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
     });
 
   // the reconciler: one pass that releases the orphans, then the controller with leader election
-  const once = await reconciler(["--kubeconfig", reconcilerKubeconfig, "--once", "--grace", "0s"]);
+  // (and keeps the node slices: node-new, a node without a slice, gets the free one; node-w is gone
+  // but its slice still holds an address, so it stays)
+  for (const name of ["node-r", "node-new"]) await core.createNode({ body: { metadata: { name } } });
+  const once = await reconciler(["--kubeconfig", reconcilerKubeconfig, "--once", "--grace", "0s", "--node-slices", "true"]);
   expect(once.code, once.log).toBe(0);
   expect(once.log).toContain('"released":33');
+  expect(once.log).toMatch(/"node":"node-new","slice":"10\.69\.2\.0\/24".*"msg":"node slice assigned"/);
   // one more orphan, for the controller's first pass: one release, its record read by a GET
   await cni("ADD", "c7", conf(), { name: "gone", uid: "gone-uid" });
   const watching = await reconciler(
