@@ -25,8 +25,8 @@ const CAMPAIGNS = {
   model: ["storage-conformance", "storage-file", "storage-etcd", "storage-kubernetes"].map((project) => ({ project, args: MODEL })),
   kill: [{ project: "example-cluster-sim", args: ["src/kill-campaign"] }],
   outage: [{ project: "example-cluster-sim", args: ["src/outage"] }],
-  // the spin model of the protocol at full size: ~14 min and ~10 GB of memory
-  protocol: [{ project: "core", args: ["src/protocol-model"] }],
+  // the spin model of the protocol at full size and the link at 30 000 schedules (RELIABILITY.md)
+  protocol: [{ project: "core", args: ["src/protocol-model", "src/protocol-link"] }],
 };
 
 const asked = process.argv.slice(2);

@@ -1,4 +1,3 @@
-import { dirname } from "node:path";
 import { ConfigError, loadIpamConfig } from "@ipamkit/cni";
 import { describe, expect, it } from "vitest";
 import { placed, readCorpus } from "../test/whereabouts-corpus.js";
@@ -13,8 +12,8 @@ const KUBECONFIG = "/corpus/whereabouts.d/whereabouts.kubeconfig";
 describe("the Whereabouts config corpus through ipamkit's loader", () => {
   it.each(readCorpus().map((entry) => [entry.id, entry] as const))("%s", (_, entry) => {
     const { conf, flat } = placed(entry, { kubeconfig: KUBECONFIG, flatFile: FLAT });
-    // the node names its flat file (IPAMKIT_CONFIGURATION_PATH), as the installer sets it
-    const fs = { exists: (path: string) => path === FLAT, readText: () => JSON.stringify(flat), configurationPath: dirname(FLAT) };
+    // the node names its flat file (IPAMKIT_CONFIGURATION_PATH); a NAD's configuration_path is not followed
+    const fs = { exists: (path: string) => path === FLAT, readText: () => JSON.stringify(flat), configurationPath: FLAT };
     let outcome: "accept" | "refuse" = "accept";
     try {
       loadIpamConfig(JSON.stringify(conf), { fs, command: "ADD" });

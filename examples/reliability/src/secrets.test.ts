@@ -139,8 +139,11 @@ describe("an etcd password is never printed or logged", () => {
       expect((await plugin(`${mode} unreachable`, "STATUS", down)).answer.code).toBe(50);
       const badRange = conf({ etcd_host: host(), etcd_password: PASSWORD, range: `10.0.0.0/${PASSWORD}`, ...via() });
       expect((await plugin(`${mode} bad range`, "ADD", badRange)).answer.code).toBe(7);
+      // a misspelt key is ignored with a warning, as Whereabouts ignores it: the call goes without a
+      // password, which this etcd refuses; neither the warning nor the error shows the value
       const typo = conf({ etcd_host: host(), etcd_pasword: PASSWORD, ...via() });
-      expect((await plugin(`${mode} misspelt key`, "ADD", typo)).answer.code).toBe(7);
+      const typoAnswer = await plugin(`${mode} misspelt key`, "ADD", typo);
+      expect(typoAnswer.answer.code).not.toBe(0);
       // the password only in the node's flat file, which is invalid (range: 7)
       const flatOnly = conf({});
       nodeFlatFile(nodeDir, { etcd_host: "127.0.0.1:1", etcd_username: "ipam", etcd_password: PASSWORD, range: 7, ...via() });

@@ -9,6 +9,7 @@ import { type AttachmentKey, attachmentKey } from "./key.js";
 import { keyQueue } from "./key-queue.js";
 import { AFFINITY_IF_NAME, affinityClaimRef, type BlockLayout, blockLayout, blockPoolRef, blockRange } from "./node-blocks.js";
 import { Pool } from "./pool.js";
+import { protocolBreaks } from "./protocol-breaks.js";
 import type { Range } from "./range.js";
 import { type ConflictCounter, withConflictRetry } from "./retry.js";
 import { type IpamStore, type PoolRef, poolId } from "./store.js";
@@ -154,10 +155,11 @@ async function chooseBlock(ctx: BlockContext, choice: Choice): Promise<Range> {
       // rest on "the node has no other block" — a commit retried later would still rest on it
       // while another writer of the key claims the next block and places the key there.
       await claimBlock(ctx, network, plan.block);
+      if (protocolBreaks.giveUpAfterClaim) throw new RangeExhaustedError(range.cidr.text);
       continue;
     }
     commit.hand(blockPoolRef(network, plan.block), known.get(plan.block)?.stored);
-    if (plan.kind === "write") for (const fence of plan.fences) commit.fence(poolFence(network, fence, known));
+    if (plan.kind === "write" && !protocolBreaks.noTouch) for (const fence of plan.fences) commit.fence(poolFence(network, fence, known));
     return plan.block;
   }
   throw new StoreConflictError(`node blocks of ${range.cidr.text}`);

@@ -1,6 +1,7 @@
 import { StoreConflictError } from "./errors.js";
 import { formatIp, ipAt, parseCidr, parseIp } from "./ip.js";
 import { Pool } from "./pool.js";
+import { protocolBreaks } from "./protocol-breaks.js";
 import {
   type Claim,
   type ClaimRef,
@@ -60,7 +61,7 @@ export async function claimAddress(store: IpamStore, ref: ClaimRef, claim: Claim
   const found = await inspectClaim(store, ref, claim);
   if (found.kind === "taken") return found;
   if (found.kind === "free") return { kind: "claimed", version: await store.writeClaim(ref, claim, undefined), created: true };
-  if (found.other !== undefined) {
+  if (found.other !== undefined && !protocolBreaks.noFence) {
     // Fence: any holder that read that pool before we looked now fails its write. A pool that does
     // not exist yet is fenced by creating it empty, so a holder's create-if-absent fails.
     const { ref: other, stored } = found.other;

@@ -6,6 +6,7 @@ import type { Released, ReleaseInput } from "./ipam.js";
 import { type IpamContext, refFor } from "./ipam-context.js";
 import type { AttachmentKey } from "./key.js";
 import { Pool } from "./pool.js";
+import { protocolBreaks } from "./protocol-breaks.js";
 import type { Range } from "./range.js";
 import { type LaterDrop, landed, type ReleaseDecision, type UnsureRelease } from "./release-unsure.js";
 import type { Reservation } from "./reservation.js";
@@ -21,11 +22,14 @@ export async function releaseWhere(ctx: IpamContext, ref: PoolRef, decide: (pool
   const { store, protect, entryWrites, transactions, retry } = ctx;
   /** The claims of a pool write of unknown outcome (separate writes): still to drop if it landed. */
   let unsure: UnsureRelease | undefined;
+  /** protocolBreaks.staleDecision: the first decision, kept across attempts. */
+  let first: ReleaseDecision | undefined;
   const done = await withConflictRetry(async (_attempt, { afterUnknown }): Promise<ReleaseDecision & { dropLater?: LaterDrop[] }> => {
     if (!afterUnknown) unsure = undefined;
     const stored = await store.readPool(ref);
     if (stored === undefined) return landed(decide(Pool.empty(parseCidr(ref.cidr))), unsure, undefined);
-    const decision = decide(stored.pool);
+    const decision = protocolBreaks.staleDecision && first !== undefined ? first : decide(stored.pool);
+    first ??= decision;
     if (decision.released.length === 0) {
       // the write of unknown outcome landed (what it released is gone): its claims are dropped now
       if (unsure !== undefined) return landed(decision, unsure, stored.pool);
@@ -71,7 +75,7 @@ export async function releaseOne(
   sticky = false,
 ): Promise<Released | undefined> {
   const { released } = await releaseWhere(ctx, ref, (pool) => {
-    const result = release(pool, key, sticky ? { keepAt: ctx.now().toISOString() } : {});
+    const result = release(pool, key, sticky && !protocolBreaks.stickyFreeAtDel ? { keepAt: ctx.now().toISOString() } : {});
     if (result.kept !== undefined) return { pool: result.pool, released: [], outcomes: ["released"], kept: 1 };
     return result.released === undefined
       ? { pool, released: [], outcomes: ["absent"] }
@@ -103,7 +107,8 @@ export function releaseUnchanged(ctx: IpamContext, expected: readonly Reservatio
     const decision: ReleaseDecision = { pool, released: [], outcomes: [], kept: 0 };
     const keepAt = ctx.now().toISOString();
     for (const reservation of expected) {
-      const result = releaseIf(decision.pool, reservation, { keepAt });
+      const target = protocolBreaks.releaseByPodName ? (lastOfPod(decision.pool, reservation) ?? reservation) : reservation;
+      const result = releaseIf(decision.pool, target, { keepAt });
       decision.pool = result.pool;
       decision.outcomes.push(result.outcome);
       if (result.released !== undefined) decision.released.push(result.released);
@@ -111,4 +116,12 @@ export function releaseUnchanged(ctx: IpamContext, expected: readonly Reservatio
     }
     return decision;
   };
+}
+
+/** protocolBreaks.releaseByPodName: the pool's last reservation (by offset) of the same pod name. */
+function lastOfPod(pool: Pool, reservation: Reservation): Reservation | undefined {
+  return pool
+    .reservations()
+    .filter((r) => r.podRef === reservation.podRef)
+    .at(-1);
 }

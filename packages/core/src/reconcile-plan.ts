@@ -1,6 +1,7 @@
 import { claimMatches } from "./claim-repair.js";
 import { cidrContains, type Ip, parseCidr, parseIp } from "./ip.js";
 import { formatKey } from "./key.js";
+import { protocolBreaks } from "./protocol-breaks.js";
 import { keepExpired, type Reservation } from "./reservation.js";
 import { type Claim, type ClaimRef, comparePoolRefs, type PoolRef, poolId, type ScannedClaim, type Version } from "./store.js";
 
@@ -122,7 +123,7 @@ export function judgeReservation(observed: ObservedReservation, pod: PodFacts | 
 function judgeKept(observed: ObservedReservation, now: Date): Verdict {
   const { reservation } = observed;
   const who = reservation.podRef ?? "its pod";
-  if (keepExpired(reservation, now)) {
+  if (keepExpired(reservation, now) || protocolBreaks.stickyExpireAtOnce) {
     return {
       observed,
       release: true,

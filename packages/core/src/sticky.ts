@@ -1,6 +1,7 @@
 import type { AllocateRequest } from "./allocator.js";
 import { isLegacyKey } from "./key.js";
 import type { Pool } from "./pool.js";
+import { protocolBreaks } from "./protocol-breaks.js";
 import type { Reservation } from "./reservation.js";
 
 /** A writable copy of a readonly record type. */
@@ -19,9 +20,10 @@ export type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 export function keptFor(pool: Pool, req: AllocateRequest): Reservation | undefined {
   if (req.sticky === undefined || req.podRef === undefined || req.podRef === "" || isLegacyKey(req.key)) return undefined;
   if (req.address !== undefined) return undefined; // a requested address wins: allocated as asked
+  if (protocolBreaks.stickyNoRebind) return undefined;
   let found: Reservation | undefined;
   for (const r of pool) {
-    if (r.sticky === undefined || r.podRef !== req.podRef || r.key.ifName !== req.key.ifName) continue;
+    if (r.sticky === undefined || (r.podRef !== req.podRef && !protocolBreaks.stickyAnyPod) || r.key.ifName !== req.key.ifName) continue;
     const reborn =
       r.releasedAt !== undefined || (r.podUid !== undefined && r.podUid !== "" && req.podUid !== undefined && r.podUid !== req.podUid);
     if (!reborn) continue;

@@ -30,6 +30,12 @@ export interface ClusterIpam {
   upgrade(values: ChartValues, image?: IpamkitImage): Promise<void>;
   /** the node pods (agent pods, or Whereabouts' control loop) */
   pods(): Promise<V1Pod[]>;
+  /** Deletes the agent DaemonSet (an outage: the garbage collector removes its pods); resolves once none is left (ipamkit only). */
+  deleteAgents(): Promise<void>;
+  /** `helm uninstall` of the release; resolves once no agent pod is left; returns helm's output (ipamkit only). */
+  uninstall(): Promise<string>;
+  /** `helm install` again with the current values; resolves once the agents run Ready on `nodes` (ipamkit only). */
+  install(nodes: readonly string[]): Promise<void>;
 }
 
 /** Runs helm against the cluster; throws with helm's own message. */
@@ -100,11 +106,23 @@ function installIpamkit(apiserver: KubeApiserver, dir: string, image: IpamkitIma
   const valuesFile = join(dir, "values.json");
   const run = (verb: "install" | "upgrade") => {
     writeFileSync(valuesFile, JSON.stringify(values));
-    helm(apiserver, [verb, RELEASE.name, CHART, "--namespace", RELEASE.namespace, "--values", valuesFile]);
+    return helm(apiserver, [verb, RELEASE.name, CHART, "--namespace", RELEASE.namespace, "--values", valuesFile]);
   };
   run("install");
   let images = [image.archive];
   const pods = async () => (await core.listNamespacedPod({ namespace: RELEASE.namespace, labelSelector: AGENT_LABEL })).items;
+  const noAgentLeft = () => until("no agent pod left", 180_000, async () => (await pods()).length === 0);
+  const ready = async (nodes: readonly string[]) => {
+    let last = "";
+    try {
+      await until("ipamkit's agent pod Ready on every node", 120_000, async () => {
+        last = JSON.stringify((await pods()).map((p) => [p.spec?.nodeName, p.status?.containerStatuses?.map((c) => c.state)]));
+        return readyOnEvery(core, RELEASE.namespace, AGENT_LABEL, nodes);
+      });
+    } catch (error) {
+      throw new Error(`${(error as Error).message}; agent pods: ${last}`);
+    }
+  };
   return {
     kind: "ipamkit",
     get images() {
@@ -112,17 +130,7 @@ function installIpamkit(apiserver: KubeApiserver, dir: string, image: IpamkitIma
     },
     cniFiles: {},
     cniBinaries: {},
-    async ready(nodes) {
-      let last = "";
-      try {
-        await until("ipamkit's agent pod Ready on every node", 120_000, async () => {
-          last = JSON.stringify((await pods()).map((p) => [p.spec?.nodeName, p.status?.containerStatuses?.map((c) => c.state)]));
-          return readyOnEvery(core, RELEASE.namespace, AGENT_LABEL, nodes);
-        });
-      } catch (error) {
-        throw new Error(`${(error as Error).message}; agent pods: ${last}`);
-      }
-    },
+    ready,
     async upgrade(more, newImage) {
       values = mergeValues(values, { ...more, ...(newImage ? imageValues(newImage) : {}) });
       if (newImage !== undefined) images = [newImage.archive];
@@ -139,6 +147,25 @@ function installIpamkit(apiserver: KubeApiserver, dir: string, image: IpamkitIma
       });
     },
     pods,
+    async deleteAgents() {
+      const ds = (await apps.listNamespacedDaemonSet({ namespace: RELEASE.namespace, labelSelector: AGENT_LABEL })).items;
+      for (const d of ds)
+        await apps.deleteNamespacedDaemonSet({
+          name: d.metadata?.name ?? "",
+          namespace: RELEASE.namespace,
+          propagationPolicy: "Background",
+        });
+      await noAgentLeft();
+    },
+    async uninstall() {
+      const out = helm(apiserver, ["uninstall", RELEASE.name, "--namespace", RELEASE.namespace]);
+      await noAgentLeft();
+      return out;
+    },
+    async install(nodes) {
+      run("install");
+      await ready(nodes);
+    },
   };
 }
 

@@ -13,8 +13,19 @@ import { type Daemon, killPids, must, shimPidsInMountNamespace, startDaemon, unt
 
 const REFERENCE_PLUGINS = ["bridge", "loopback", "host-local", "macvlan", "portmap"];
 
-/** Inside a cluster node's mount namespace the well-known paths are the node's own folders. */
-const PERSISTENT = ["/etc/cni/net.d", "/opt/cni/bin", "/var/lib/cni", "/var/lib/kubelet", "/var/lib/containerd", "/var/log/pods"];
+/**
+ * Inside a cluster node's mount namespace the well-known paths are the node's own folders
+ * (/var/lib/ipamkit holds the DEL journal, the chart's agent.journalDir)…
+ */
+const PERSISTENT = [
+  "/etc/cni/net.d",
+  "/opt/cni/bin",
+  "/var/lib/cni",
+  "/var/lib/kubelet",
+  "/var/lib/containerd",
+  "/var/lib/ipamkit",
+  "/var/log/pods",
+];
 /** …and these are emptied by a power-off, as a reboot empties /run. */
 const VOLATILE = ["/run/containerd", "/run/netns", "/run/ipamkit"];
 const CONTAINERD_SOCKET = "/run/containerd/containerd.sock";

@@ -33,8 +33,15 @@ export const NODE_SYSCTLS = [
   "kernel.keys.root_maxbytes",
   "net.ipv4.ip_forward",
 ];
-/** Paths the node creates on the host outside its own dir (containerd's shims, kubelet, libcni's cache). */
-export const NODE_HOST_PATHS = ["/var/lib/kubelet", "/run/containerd", "/var/log/containers", "/var/log/pods", "/var/lib/cni"];
+/** Paths the node creates on the host outside its own dir (containerd's shims, kubelet, libcni's cache, the DEL journal). */
+export const NODE_HOST_PATHS = [
+  "/var/lib/kubelet",
+  "/run/containerd",
+  "/var/log/containers",
+  "/var/log/pods",
+  "/var/lib/cni",
+  "/var/lib/ipamkit",
+];
 /**
  * The mount points a cluster node's private mount namespace needs on the host (empty folders; each
  * node binds its own over them): removed again when they did not exist before. /run/netns is left

@@ -57,7 +57,13 @@ function controlLoopImage(binary: string, version: string): { archive: string; r
 export async function installWhereaboutsControlLoop(apiserver: KubeApiserver): Promise<ClusterIpam> {
   const build = findWhereabouts();
   const image = controlLoopImage(build.controlLoop, build.version);
-  const objects = loadAllYaml(readFileSync(build.installManifest, "utf8")) as KubernetesObject[];
+  // kubectl reads manifests as YAML 1.1, where `defaultMode: 0744` is octal; the client's parser
+  // reads YAML 1.2, where octal is written 0o744
+  const manifest = readFileSync(build.installManifest, "utf8").replace(
+    /(defaultMode:\s*)0([0-7]+)\b/g,
+    (_, key, digits) => `${key}0o${digits}`,
+  );
+  const objects = loadAllYaml(manifest) as KubernetesObject[];
   const port = new URL(apiserver.url).port;
   for (const object of objects) {
     if (object.kind === "ConfigMap") (object as V1ConfigMap).data = { "cron-expression": WHEREABOUTS_TEST_CRON };
@@ -68,7 +74,9 @@ export async function installWhereaboutsControlLoop(apiserver: KubeApiserver): P
       c.imagePullPolicy = "Never";
       c.command = ["/ip-control-loop"];
       c.args = ["-log-level", "debug"];
-      c.securityContext = { privileged: true };
+      // upstream's container is privileged for its install script, which this image does not run
+      // (the launcher does its work); ip-control-loop only talks to the API server
+      c.securityContext = {};
       c.env = [...(c.env ?? []), { name: "KUBERNETES_SERVICE_HOST", value: "127.0.0.1" }, { name: "KUBERNETES_SERVICE_PORT", value: port }];
     }
   }
@@ -94,6 +102,15 @@ export async function installWhereaboutsControlLoop(apiserver: KubeApiserver): P
     },
     async upgrade() {
       throw new Error("[node-launcher] a Whereabouts cluster has no chart to upgrade");
+    },
+    async deleteAgents() {
+      throw new Error("[node-launcher] a Whereabouts cluster has no agent");
+    },
+    async uninstall(): Promise<string> {
+      throw new Error("[node-launcher] a Whereabouts cluster has no chart to uninstall");
+    },
+    async install() {
+      throw new Error("[node-launcher] a Whereabouts cluster has no chart to install");
     },
     pods: async () => (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: LABEL })).items,
   };
