@@ -195,7 +195,7 @@ export const RECONCILER_FLAGS: Record<string, FlagDoc> = {
   "node-slices": {
     value: "BOOL",
     description:
-      "After each scheduled or `--once` pass (not `--watch`), give every node without one a slice of each NodeSlicePool and free deleted nodes' idle slices (their IPPool empty): Whereabouts' node-slice controller's work, for when it is gone. Kubernetes store; every write is conditional.",
+      "After each scheduled or `--once` pass (not `--watch`), give every node without one a slice of each NodeSlicePool and free deleted nodes' idle slices (their IPPool empty): Whereabouts' node-slice controller's work, for when it is gone. Kubernetes store; every write is conditional. RBAC: `packages/storage-kubernetes/manifests/rbac-reconciler-node-slices.yaml` (chart: `reconciler.nodeSlices`).",
     default: "`false`",
     whereabouts: "its node-slice controller",
     bad: ["--node-slices", "yes"],

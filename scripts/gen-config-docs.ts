@@ -206,7 +206,7 @@ function differencesSection(): string[] {
     lines.push(`<a id="difference-${d.id}"></a>**${d.id}** — Whereabouts: ${d.whereabouts} ipamkit: ${d.ipamkit} Why: ${d.why}`, "");
   }
   lines.push(
-    "Not supported yet, and no deliberate difference: serving Whereabouts' node slices (`node_slice_size`) from ipamkit's plugin. A network that sets it is refused (code 2), so `ipamkit preflight` reports it as refused and the swap as not safe; ipamkit's own per-node blocks (`node_block_size`) need no controller. What works: the reconciler's `--node-slices true` keeps the NodeSlicePools (a slice for each new node, a deleted node's slice freed once its IPPool is empty) for Whereabouts' binaries when Whereabouts' node-slice controller is gone.",
+    "Node slices (`node_slice_size`) work as in Whereabouts v0.8+: the node reads its slice from the NodeSlicePool, allocates in the same per-slice IPPool (`<network_name>-<node>-<slice>`, or `<node>-<slice>`) and takes the same per-pool Lease when Whereabouts is seen; addresses stay unique across nodes through the network's ORIPs. A node with no slice yet fails ADD with code 11 naming the NodeSlicePool; its DEL releases the key from the node's own slice pools. Whereabouts slices IPv4 only (its controller cannot divide an IPv6 range); ipamkit serves IPv6 slices too: create the NodeSlicePool yourself (`spec.range`, `spec.sliceSize`), and ipamkit's reconciler (`--node-slices true`) divides it and assigns the slices. The reconciler's `--node-slices true` also assigns slices to new nodes and frees deleted nodes' idle slices when Whereabouts' node-slice controller is gone.",
   );
   return lines;
 }

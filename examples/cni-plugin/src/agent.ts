@@ -3,7 +3,7 @@ import { type Agent, startAgent } from "@ipamkit/agent";
 import type { MetricsServer } from "@ipamkit/agent/metrics";
 import { NODE_NAME } from "@ipamkit/cni";
 import pino from "pino";
-import { DATASTORES, type Datastore, loadStoreCode, openExclusive, openStore } from "./open-store.js";
+import { DATASTORES, type Datastore, loadStoreCode, openExclusive, openStore, readNodeSlice } from "./open-store.js";
 
 // dist/ipamkit-agent: the node-local agent. It answers the CNI calls that `ipamkit` forwards over
 // a Unix socket, with the same code and the same store loading as the binary (open-store.ts), but
@@ -149,10 +149,11 @@ async function startServing(
   const metrics = metricsCode?.createAgentMetrics();
   const wired =
     metrics === undefined
-      ? { openStore, openExclusive }
+      ? { openStore, openExclusive, readNodeSlice }
       : {
           openStore: async (config: Parameters<typeof openStore>[0]) => metrics.countStore(await openStore(config)),
           openExclusive,
+          readNodeSlice,
           onCall: metrics.onCall,
         };
   let agent: Agent;

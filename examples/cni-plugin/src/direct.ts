@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { type ConfigFs, dispatch } from "@ipamkit/cni";
-import { openExclusive, openStore } from "./open-store.js";
+import { openExclusive, openStore, readNodeSlice } from "./open-store.js";
 
 // The entry of dist/ipamkit-direct.cjs: the whole plugin, run in this process. dist/ipamkit loads
 // it only when the call is not forwarded to the node-local agent.
@@ -13,6 +13,7 @@ export function runDirect(readStdin: () => Promise<string>, fs: ConfigFs): Promi
     fs,
     hostname,
     openStore,
-    openExclusive: (config, identity) => openExclusive(config, identity),
+    openExclusive: (config, identity, pool) => openExclusive(config, identity, undefined, pool),
+    readNodeSlice,
   });
 }

@@ -1,6 +1,6 @@
 import { join } from "node:path";
-import { CNI_CODES, CniError, type IpamConfig } from "@ipamkit/cni";
-import type { Exclusive, IpamStore } from "@ipamkit/core";
+import { CNI_CODES, CniError, type IpamConfig, type NodeSliceAnswer } from "@ipamkit/cni";
+import type { Exclusive, IpamStore, PoolRef } from "@ipamkit/core";
 import { createStoreOpener, type Datastore, storeSpecOfConfig } from "@ipamkit/open-store";
 import { requireBundle } from "./bundle-loader.js";
 
@@ -23,14 +23,24 @@ export function openStore(config: IpamConfig): Promise<IpamStore> {
  * Whereabouts' Lease, held around an ADD's writes on the Kubernetes store: always with
  * `whereabouts_lease: true`, and by default ("auto") only while Whereabouts is seen writing it.
  * `deadline` (epoch ms): give up acquiring then, with a retryable error naming the Lease; default
- * 60 s from each acquisition's start.
+ * 60 s from each acquisition's start. `pool`: the node's slice pool on a network with node slices
+ * (the Lease is then named after it, as Whereabouts names it).
  */
-export function openExclusive(config: IpamConfig, identity: string, deadline?: number): Exclusive {
+export function openExclusive(config: IpamConfig, identity: string, deadline?: number, pool?: PoolRef): Exclusive {
   return opener.whereaboutsLease({
     ...(config.kubernetes.kubeconfig === undefined ? {} : { kubeconfig: config.kubernetes.kubeconfig }),
     identity,
     ...(deadline === undefined ? {} : { deadline }),
+    ...(pool === undefined ? {} : { pool }),
     ...(config.kubernetes.whereaboutsLease === "auto" ? { auto: {} } : {}),
+  });
+}
+
+/** A node's slice of a network with node slices: its NodeSlicePool, read through the config's kubeconfig. */
+export function readNodeSlice(config: IpamConfig, query: { name: string; node: string }): Promise<NodeSliceAnswer> {
+  return opener.readNodeSlice({
+    ...(config.kubernetes.kubeconfig === undefined ? {} : { kubeconfig: config.kubernetes.kubeconfig }),
+    ...query,
   });
 }
 

@@ -62,7 +62,8 @@ export const USAGE = `usage: node dist/main.js [options]
   --node-slices B          true | false: after each scheduled or --once pass, give every node without one a slice of
                            each NodeSlicePool and free deleted nodes' idle slices, as Whereabouts'
                            node-slice controller does, for when it is gone (default false;
-                           datastore kubernetes; needs list on nodes, get/list/update nodeslicepools)
+                           datastore kubernetes; needs list on nodes, list/update nodeslicepools:
+                           rbac-reconciler-node-slices.yaml)
   --leader-election B      true | false (default true; --once never elects)
   --lease-name NAME        default ipamkit-reconciler; --lease-namespace NS (default: pool namespace)
   --identity ID            leader-election identity (default: POD_NAME, else the host name)

@@ -19,13 +19,11 @@ import { RECONCILER, scratchDir } from "../test/campaign.js";
 import { runBinary } from "../test/subprocess.js";
 
 // The RBAC part of the security review (RELIABILITY.md), on a real kube-apiserver with RBAC on:
-// the project's manifests (rbac-cni.yaml with rbac-cni-whereabouts-lease.yaml, rbac-reconciler.yaml
-// with rbac-reconciler-node-slices.yaml) are applied as they ship, the two ServiceAccounts get
-// tokens, and the built CNI binary and the built reconciler do everything they do — ADD
-// (overlapping-range claims, a dangling claim taken over, per-node blocks, Whereabouts' Lease read
-// by default and held while Whereabouts writes it, created with `whereabouts_lease: true`), CHECK,
-// DEL, GC, STATUS; a reconcile pass that releases 33 orphans (their reservation records read in one
-// list) and keeps Whereabouts' node slices (--node-slices), the pod-watch controller with its Lease.
+// the project's manifests (rbac-cni.yaml, rbac-reconciler.yaml) are applied as they ship, the two
+// ServiceAccounts get tokens, and the built CNI binary and the built reconciler do everything they
+// do — ADD (overlapping-range claims, a dangling claim taken over, per-node blocks, node slices), CHECK, DEL,
+// GC, STATUS; a reconcile pass that releases 33 orphans (their reservation records read in one
+// list) and keeps the node slices (`--node-slices true`), the pod-watch controller with its Lease.
 // The API server's audit log then shows every request each account made: none was refused (403),
 // and every verb the manifests grant was used — nothing granted is left unused.
 
@@ -139,6 +137,7 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
   const admin = KubernetesObjectApi.makeApiClient(server.kubeConfig);
   // with the Lease grants of `whereabouts_lease: true`, used by two ADDs below
   const cniManifest = [...manifest("rbac-cni.yaml"), ...manifest("rbac-cni-whereabouts-lease.yaml")];
+  // with the node-slice grants of `--node-slices true`, used by the reconciler's --once pass below
   const reconcilerManifest = [...manifest("rbac-reconciler.yaml"), ...manifest("rbac-reconciler-node-slices.yaml")];
   for (const object of [...cniManifest, ...reconcilerManifest]) await admin.create(object);
   const cniKubeconfig = await accountKubeconfig("ipamkit-cni");
@@ -159,8 +158,9 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
     ipam: onNode({ type: "ipamkit", range, kubernetes: { kubeconfig: cniKubeconfig }, ...extra }),
     ...top,
   });
-  const cni = async (command: string, id: string, c: object, pod?: { name: string; uid: string }) => {
+  const cni = async (command: string, id: string, c: object, pod?: { name: string; uid: string }, node?: string) => {
     const env = {
+      ...(node === undefined ? {} : { NODENAME: node }),
       CNI_COMMAND: command,
       CNI_CONTAINERID: id,
       CNI_IFNAME: "net1",
@@ -210,6 +210,52 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
     },
   });
   expect((await cni("ADD", "c6", conf({}, { runtimeConfig: { ips: ["10.67.0.50"] } })))?.ips[0]?.address).toBe("10.67.0.50/24");
+  // node slices: the node's slice read from its NodeSlicePool; a Whereabouts-written slice pool (no
+  // ipamkit annotations) makes a listing of the pools read the NodeSlicePools — here the DEL of a
+  // node without a slice, which looks for its key in the node's own pools (and the reconciler's pass)
+  const whereabouts = { group: "whereabouts.cni.cncf.io", version: "v1alpha1", namespace: "kube-system" };
+  await custom.createNamespacedCustomObject({
+    ...whereabouts,
+    plural: "nodeslicepools",
+    body: {
+      apiVersion: "whereabouts.cni.cncf.io/v1alpha1",
+      kind: "NodeSlicePool",
+      metadata: { name: "slicenet" },
+      spec: { range: "10.69.0.0/22", sliceSize: "/24" },
+      status: {
+        allocations: [
+          { nodeName: "node-r", sliceRange: "10.69.0.0/24" },
+          { nodeName: "node-w", sliceRange: "10.69.1.0/24" },
+          { nodeName: "", sliceRange: "10.69.2.0/24" },
+        ],
+      },
+    },
+  });
+  await custom.createNamespacedCustomObject({
+    ...whereabouts,
+    plural: "ippools",
+    body: {
+      apiVersion: "whereabouts.cni.cncf.io/v1alpha1",
+      kind: "IPPool",
+      metadata: { name: "slicenet-node-w-10.69.1.0-24" },
+      // the live pod's, so the reconciler's pass keeps it
+      spec: { range: "10.69.1.0/24", allocations: { "1": { id: "wb", podref: "apps/live", ifname: "net1" } } },
+    },
+  });
+  // and its claim, as Whereabouts writes it beside the entry (named `<network_name>-<address>`)
+  await custom.createNamespacedCustomObject({
+    ...whereabouts,
+    plural: "overlappingrangeipreservations",
+    body: {
+      apiVersion: "whereabouts.cni.cncf.io/v1alpha1",
+      kind: "OverlappingRangeIPReservation",
+      metadata: { name: "slicenet-10.69.1.1" },
+      spec: { podref: "apps/live", ifname: "net1", containerid: "wb" },
+    },
+  });
+  const sliced = conf({ range: "10.69.0.0/22", node_slice_size: "/24", network_name: "slicenet", whereabouts_lease: false });
+  expect((await cni("ADD", "s1", sliced, undefined, "node-r"))?.ips[0]?.address).toBe("10.69.0.1/22");
+  await cni("DEL", "s1", sliced, undefined, "node-gone");
   // whereabouts_lease: Whereabouts' Lease created by the first ADD, then read and updated
   await cni("ADD", "l1", conf({ whereabouts_lease: true }));
   await cni("ADD", "l2", conf({ whereabouts_lease: true }));
@@ -248,34 +294,14 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
       podUid: "gone-uid",
     });
 
-  // Whereabouts' node slices for the reconciler to keep (--node-slices): two nodes, one pool
-  await core.createNode({ body: { metadata: { name: "node-a" } } });
-  await core.createNode({ body: { metadata: { name: "node-b" } } });
-  await custom.createNamespacedCustomObject({
-    group: "whereabouts.cni.cncf.io",
-    version: "v1alpha1",
-    namespace: "kube-system",
-    plural: "nodeslicepools",
-    body: {
-      apiVersion: "whereabouts.cni.cncf.io/v1alpha1",
-      kind: "NodeSlicePool",
-      metadata: { name: "sliced" },
-      spec: { range: "10.70.0.0/22", sliceSize: "/24" },
-    },
-  });
-
-  // the reconciler: one pass that releases the orphans and gives each node a slice, then the controller with leader election
+  // the reconciler: one pass that releases the orphans, then the controller with leader election
+  // (and keeps the node slices: node-new, a node without a slice, gets the free one; node-w is gone
+  // but its slice still holds an address, so it stays)
+  for (const name of ["node-r", "node-new"]) await core.createNode({ body: { metadata: { name } } });
   const once = await reconciler(["--kubeconfig", reconcilerKubeconfig, "--once", "--grace", "0s", "--node-slices", "true"]);
   expect(once.code, once.log).toBe(0);
   expect(once.log).toContain('"released":33');
-  const sliced = (await custom.getNamespacedCustomObject({
-    group: "whereabouts.cni.cncf.io",
-    version: "v1alpha1",
-    namespace: "kube-system",
-    plural: "nodeslicepools",
-    name: "sliced",
-  })) as { status?: { allocations?: { nodeName: string }[] } };
-  expect(sliced.status?.allocations?.map((a) => a.nodeName)).toEqual(["node-a", "node-b", "", ""]);
+  expect(once.log).toMatch(/"node":"node-new","slice":"10\.69\.2\.0\/24".*"msg":"node slice assigned"/);
   // one more orphan, for the controller's first pass: one release, its record read by a GET
   await cni("ADD", "c7", conf(), { name: "gone", uid: "gone-uid" });
   const watching = await reconciler(

@@ -1,5 +1,5 @@
-import type { ConfigFs, IpamConfig } from "@ipamkit/cni";
-import type { Exclusive, IpamStore } from "@ipamkit/core";
+import type { ConfigFs, IpamConfig, ReadNodeSlice } from "@ipamkit/cni";
+import type { Exclusive, IpamStore, PoolRef } from "@ipamkit/core";
 import type { Logger } from "pino";
 import type { AgentResponse } from "./protocol.js";
 
@@ -11,11 +11,16 @@ export interface AgentOptions {
    * The lock an ADD holds when its config sets `whereabouts_lease` (the Kubernetes store's
    * `whereaboutsLease`), given up at `deadline` (epoch ms: the caller's, less the undo margin).
    */
-  openExclusive?: (config: IpamConfig, identity: string, deadline?: number) => Exclusive;
+  openExclusive?: (config: IpamConfig, identity: string, deadline?: number, pool?: PoolRef) => Exclusive;
+  /** Reads a node's slice of a network with node slices (the Kubernetes store's NodeSlicePool). */
+  readNodeSlice?: ReadNodeSlice;
   logger?: Logger;
   /** Flat-file access (default: this process's file system). */
   fs?: ConfigFs;
-  /** This node's name for per-node blocks when a config sets no `node_name` (default: the host name). */
+  /**
+   * This node's name: for per-node blocks when a config sets no `node_name` (default: the host
+   * name), and for node slices (after the call's NODENAME, which the forwarder does not pass on).
+   */
   nodeName?: string;
   /** A connection that has not sent its whole request after this long is closed (default 10 000 ms). */
   idleTimeoutMs?: number;

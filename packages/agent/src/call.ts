@@ -62,6 +62,8 @@ export async function runCall(ctx: CallContext, env: Record<string, string>, std
     fs: ctx.fs,
     configCache: ctx.configCache,
     hostname: () => options.nodeName ?? hostname(),
+    ...(options.nodeName === undefined ? {} : { nodeName: options.nodeName }),
+    ...(options.readNodeSlice === undefined ? {} : { readNodeSlice: options.readNodeSlice }),
     ...(options.openExclusive === undefined ? {} : { openExclusive: exclusiveUntil(options.openExclusive, deadline) }),
     openStore: (config) => openQueued(ctx, config, deadline),
     cache: (config) => ctx.stores.cacheOf(config),

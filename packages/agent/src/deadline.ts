@@ -15,11 +15,11 @@ export function pastDeadline(deadline: number | undefined, marginMs = 0): boolea
 }
 
 /** A call's lock (`whereabouts_lease`) given up early enough for its failure to reach the caller. */
-export function exclusiveUntil<E>(
-  open: (config: IpamConfig, identity: string, deadline?: number) => E,
+export function exclusiveUntil<E, P>(
+  open: (config: IpamConfig, identity: string, deadline?: number, pool?: P) => E,
   deadline: number | undefined,
-): (config: IpamConfig, identity: string) => E {
-  return (config, identity) => open(config, identity, deadline === undefined ? undefined : deadline - UNDO_MARGIN_MS);
+): (config: IpamConfig, identity: string, pool?: P) => E {
+  return (config, identity, pool) => open(config, identity, deadline === undefined ? undefined : deadline - UNDO_MARGIN_MS, pool);
 }
 
 export function expiredError(deadline: number | undefined): CniError {

@@ -8,7 +8,7 @@ import { lines, runBin } from "./test-support.js";
 
 // `ipamkit preflight` on a real kube-apiserver with Whereabouts' CRDs and Multus' NAD CRD: one NAD
 // per config of the Whereabouts corpus (examples/cni-plugin/test/whereabouts-corpus.json), and
-// pools, ORIPs and a NodeSlicePool as Whereabouts writes them.
+// pools, ORIPs, a NodeSlicePool and its slice pool as Whereabouts writes them.
 
 interface CorpusEntry {
   id: string;
@@ -137,10 +137,29 @@ describe("ipamkit preflight", () => {
       metadata: { name: "10.72.0.0-24" },
       spec: { range: "10.72.0.0/24", allocations: { x: { id: "c", podref: "default/p" } } },
     });
+    // node slices as Whereabouts v0.8+ writes them: the NodeSlicePool (one of its two slices assigned),
+    // the node's per-slice IPPool `<network>-<node>-<slice>` with an entry, and that entry's ORIP,
+    // named after the network — read as network slicednet's, nothing to repair
     await create("nodeslicepools", {
       kind: "NodeSlicePool",
       metadata: { name: "slicednet" },
-      spec: { range: "10.73.0.0/16", sliceSize: "/24" },
+      spec: { range: "10.73.0.0/23", sliceSize: "/24" },
+      status: {
+        allocations: [
+          { nodeName: "node-a", sliceRange: "10.73.0.0/24" },
+          { nodeName: "", sliceRange: "10.73.1.0/24" },
+        ],
+      },
+    });
+    await create("ippools", {
+      kind: "IPPool",
+      metadata: { name: "slicednet-node-a-10.73.0.0-24" },
+      spec: { range: "10.73.0.0/24", allocations: { "1": { id: "sliced-ctr", podref: "default/sliced", ifname: "net1" } } },
+    });
+    await create("overlappingrangeipreservations", {
+      kind: "OverlappingRangeIPReservation",
+      metadata: { name: "slicednet-10.73.0.1" },
+      spec: { podref: "default/sliced", ifname: "net1", containerid: "sliced-ctr" },
     });
     const r = await preflight("--json");
     expect(r.stderr).toBe("");
@@ -171,12 +190,13 @@ describe("ipamkit preflight", () => {
       "legacy-entry repair",
       "unreadable-pool refuse",
     ]);
-    expect(report.nodeSlicePools.map((s) => s.name)).toEqual(["slicednet"]);
+    expect(report.nodeSlicePools).toEqual([{ name: "slicednet", range: "10.73.0.0/23", sliceSize: "/24", slices: 2, assigned: 1 }]);
     const text = await preflight();
     expect(text.code).toBe(1);
     expect(text.stdout).toMatch(
       /REFUSED {2}tenant-a\/corpus-\d+: refused:\n\s+- ipam\.range "10\.60\.18\.0\/31": \/31 has no usable address .*use a \/30 or wider/,
     );
+    expect(text.stdout).toContain("slices   slicednet: 10.73.0.0/23 in /24 slices, 1 of 2 assigned to nodes");
     expect(text.stdout).toContain("The swap is NOT safe");
   });
 });

@@ -12,9 +12,12 @@ import {
   ipAt,
   keepExpired,
   parseIp,
+  parseRange,
   type Range,
+  sliceRange,
 } from "@ipamkit/core";
 import { CNI_CODES, CniError } from "./errors.js";
+import { type NodeSlice, noSliceError } from "./node-slice.js";
 import { buildResult, parsePrevResult } from "./result.js";
 import type { CniArgs, IpamConfig } from "./types.js";
 
@@ -32,6 +35,8 @@ export interface CommandContext {
   args: CniArgs;
   /** This node's name: `node_name`, else the host name (needed only with per-node blocks). */
   node?: string;
+  /** Node slices (`node_slice_size`): this node's slice of the one range, as read for this call. */
+  slice?: NodeSlice;
   stderr: (line: string) => void;
   /**
    * Held around an ADD's writes when the config asks for it (`whereabouts_lease`): the edge that
@@ -106,7 +111,7 @@ export async function add(ctx: CommandContext): Promise<object> {
   const podRef = args.podNamespace !== undefined && args.podName !== undefined ? `${args.podNamespace}/${args.podName}` : undefined;
   const assigned = await ipamFor(ctx, leaseOf(ctx)).allocate({
     network: config.networkName,
-    ranges: ctx.ranges,
+    ...where(ctx, "ADD"),
     key: needKey(ctx),
     addresses,
     ...(podRef === undefined ? {} : { podRef }),
@@ -117,9 +122,11 @@ export async function add(ctx: CommandContext): Promise<object> {
   return buildResult({
     cniVersion: config.cniVersion,
     ips: [
-      ...assigned.map((a) => {
-        const gateway = gatewayOf(a.range);
-        return { address: a.address, prefix: a.range.cidr.prefix, ...(gateway === undefined ? {} : { gateway: parseIp(gateway) }) };
+      ...assigned.map((a, i) => {
+        // a node's slice answers with its range's prefix and gateway, as Whereabouts does
+        const range = ctx.slice === undefined ? a.range : (ctx.ranges[i] as Range);
+        const gateway = gatewayOf(range);
+        return { address: a.address, prefix: range.cidr.prefix, ...(gateway === undefined ? {} : { gateway: parseIp(gateway) }) };
       }),
       // Whereabouts appends `addresses` (static) after the allocated ones
       ...config.staticAddresses.map(({ address, gateway }) => {
@@ -133,17 +140,67 @@ export async function add(ctx: CommandContext): Promise<object> {
   });
 }
 
-/** DEL: releases by exact key in every range (ranges holding nothing are fine); store failures are reported. */
+/**
+ * Where a call allocates: each range's pool, or with node slices the node's slice pool (ADD, CHECK:
+ * a node without a slice cannot answer yet, code 11 / 104).
+ */
+function where(ctx: CommandContext, command: "ADD" | "CHECK"): { ranges: readonly Range[]; node?: string } {
+  const slice = ctx.slice;
+  if (slice === undefined) return { ranges: ctx.ranges };
+  if (slice.range === undefined) {
+    const error = noSliceError(slice);
+    throw command === "ADD" ? error : new CniError(CNI_CODES.CHECK_FAILED, error.message);
+  }
+  return { ranges: [slice.range], node: slice.node };
+}
+
+/**
+ * DEL: releases by exact key in every range (ranges holding nothing are fine); store failures are
+ * reported. With node slices: in the node's slice pool; a node without a slice (its NodeSlicePool
+ * deleted with its network, or its slice freed) looks for the key in every pool of its own that
+ * lies in the range, found by one listing, so a DEL never waits on a slice that may never come.
+ */
 export async function del(ctx: CommandContext): Promise<void> {
   const sticky = ctx.config.sticky !== undefined;
-  await ipamFor(ctx).release({ network: ctx.config.networkName, ranges: ctx.ranges, key: needKey(ctx), ...(sticky ? { sticky } : {}) });
+  const slice = ctx.slice;
+  const network = ctx.config.networkName;
+  const key = needKey(ctx);
+  if (slice === undefined || slice.range !== undefined) {
+    const ranges = slice?.range === undefined ? ctx.ranges : [slice.range];
+    await ipamFor(ctx).release({
+      network,
+      ...(slice === undefined ? {} : { node: slice.node }),
+      ranges,
+      key,
+      ...(sticky ? { sticky } : {}),
+    });
+    return;
+  }
+  const pools = await ownSlicePools(ctx, slice.node);
+  if (pools.length > 0) await ipamFor(ctx).release({ network, node: slice.node, ranges: pools, key });
+}
+
+/** The node's own slice pools of the network's range (whatever slices it had), as ranges to release in. */
+async function ownSlicePools(ctx: CommandContext, node: string): Promise<Range[]> {
+  const range = ctx.ranges[0] as Range;
+  const out: Range[] = [];
+  for (const ref of await ctx.store.listPools()) {
+    if (ref.network !== ctx.config.networkName || ref.node !== node) continue;
+    try {
+      out.push(sliceRange(range, ref.cidr) ?? parseRange({ range: ref.cidr }));
+    } catch {
+      // not a slice of this range: another configuration's pool
+    }
+  }
+  return out;
 }
 
 /** CHECK: every range must hold a reservation for this key, and they must be exactly prevResult's addresses. */
 export async function check(ctx: CommandContext): Promise<void> {
   const key = needKey(ctx);
-  const found = await ipamFor(ctx).lookup({ network: ctx.config.networkName, ranges: ctx.ranges, key });
-  const missing = ctx.ranges.filter((_, i) => found[i] === undefined).map((r) => r.cidr.text);
+  const at = where(ctx, "CHECK");
+  const found = await ipamFor(ctx).lookup({ network: ctx.config.networkName, ...at, key });
+  const missing = at.ranges.filter((_, i) => found[i] === undefined).map((r) => r.cidr.text);
   if (missing.length > 0) throw new CniError(CNI_CODES.CHECK_FAILED, `no reservation for ${formatKey(key)} in ${missing.join(", ")}`);
   if (ctx.config.prevResult === undefined) throw new CniError(CNI_CODES.INVALID_CONFIG, "CHECK needs prevResult");
   let previous: { address: string }[];
@@ -152,7 +209,8 @@ export async function check(ctx: CommandContext): Promise<void> {
   } catch (error) {
     throw new CniError(CNI_CODES.DECODE_FAILURE, `prevResult: ${(error as Error).message}`);
   }
-  const held = found.flatMap((a) => (a === undefined ? [] : [`${formatIp(a.address)}/${a.range.cidr.prefix}`])).sort();
+  const prefixOf = (a: { range: Range }, i: number) => (ctx.slice === undefined ? a.range : (ctx.ranges[i] as Range)).cidr.prefix;
+  const held = found.flatMap((a, i) => (a === undefined ? [] : [`${formatIp(a.address)}/${prefixOf(a, i)}`])).sort();
   const prev = previous.map((p) => p.address).sort();
   if (held.join(",") !== prev.join(",")) {
     throw new CniError(
@@ -240,6 +298,12 @@ export async function status(ctx: CommandContext): Promise<void> {
 }
 
 async function hasRoom(ctx: CommandContext, range: Range): Promise<boolean> {
+  const slice = ctx.slice;
+  if (slice !== undefined) {
+    if (slice.range === undefined) throw new CniError(CNI_CODES.NOT_AVAILABLE, noSliceError(slice).message);
+    const stored = await ctx.store.readPool({ network: ctx.config.networkName, cidr: slice.range.cidr.text, node: slice.node });
+    return stored === undefined || findFree(stored.pool, slice.range, slice.range.first, slice.range.last) !== undefined;
+  }
   const blocks = ctx.config.nodeBlocks;
   if (blocks !== undefined) {
     return createNodeBlockIpam({ ...storeOf(ctx), node: nodeOf(ctx), blockSize: blocks.size }).hasRoom(ctx.config.networkName, range);

@@ -102,12 +102,6 @@ function requestedIp(text: string, key: string): string {
 /** Well-typed values ipamkit does not support: CNI code 2, naming the key and value. */
 export function checkUnsupported(ipam: IpamInput, sourceOf: SourceOf): void {
   const fail = (key: keyof IpamInput, reason: string) => configError(2, `ipam.${key}`, ipam[key], reason, { source: sourceOf(key) });
-  if (present(ipam.node_slice_size)) {
-    throw fail(
-      "node_slice_size",
-      "Whereabouts' node slices need its node-slice controller and NodeSlicePool objects, which ipamkit does not run; ipamkit's own per-node blocks need no controller: set node_block_size (addresses per block) instead",
-    );
-  }
   const asWhereabouts = ipam.type === "whereabouts" && present(ipam.kubernetes?.kubeconfig);
   if (!asWhereabouts && present(ipam.datastore) && !DATASTORES.includes(ipam.datastore as Datastore)) {
     throw fail("datastore", `unsupported datastore (supported: ${DATASTORES.join(", ")})`);
@@ -115,6 +109,43 @@ export function checkUnsupported(ipam: IpamInput, sourceOf: SourceOf): void {
   if (present(ipam.allocation_policy) && !POLICIES.includes(ipam.allocation_policy as IpamConfig["policy"])) {
     throw fail("allocation_policy", `unsupported allocation policy (supported: ${POLICIES.join(", ")})`);
   }
+}
+
+/**
+ * `node_slice_size` (Whereabouts' node slices, "/N" or "N"): the node allocates in its slice of the
+ * range, which its NodeSlicePool (`network_name`, else the network's `name`) assigns it. Kubernetes
+ * store only (NodeSlicePools live there); one range (Whereabouts serves every range from the first
+ * range's slice); a slice no wider than the range and with addresses to hand out; not with
+ * per-node blocks or sticky addresses (a pod reborn on another node lands in another slice).
+ */
+export function checkNodeSlices(
+  ipam: IpamInput,
+  name: string,
+  ranges: readonly Range[],
+  datastore: Datastore,
+  sourceOf: SourceOf,
+): IpamConfig["nodeSlices"] {
+  const size = ipam.node_slice_size;
+  if (!present(size)) return undefined;
+  const fail = (reason: string) => configError(7, "ipam.node_slice_size", size, reason, { source: sourceOf("node_slice_size") });
+  const digits = /^\/?(\d{1,3})$/.exec(size)?.[1];
+  if (digits === undefined) throw fail('must be a prefix length, e.g. "/24"');
+  if (datastore !== "kubernetes") throw fail(`needs datastore "kubernetes" (NodeSlicePools live there), not "${datastore}"`);
+  if (ipam.node_block_size !== undefined)
+    throw fail("cannot be combined with node_block_size (two ways of giving nodes their own addresses)");
+  if (ipam.sticky === true) throw fail("cannot be combined with sticky: true (a pod reborn on another node lands in another slice)");
+  const [range, ...more] = ranges;
+  if (range === undefined || more.length > 0) {
+    throw fail(
+      `slices one range, and this config has ${ranges.length} (Whereabouts would serve every range from the first range's slice): put each range in a network of its own`,
+    );
+  }
+  const prefix = Number(digits);
+  const bits = familyBits(range.family);
+  if (prefix < range.cidr.prefix || prefix > bits - 2) {
+    throw fail(`must be from /${range.cidr.prefix} (the range ${range.cidr.text}) to /${bits - 2} (a slice with addresses to hand out)`);
+  }
+  return { prefix, pool: present(ipam.network_name) ? ipam.network_name : name };
 }
 
 /** `node_block_size`: a power of two, at least 4, and every range holds at least two blocks. */

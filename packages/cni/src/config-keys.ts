@@ -98,9 +98,11 @@ export const IPAM_KEY_DOCS: Docs<IpamInput> = {
     bad: "Blue",
   },
   node_slice_size: {
-    description: "Whereabouts node slices: refused; use `node_block_size`.",
-    whereabouts: "Fast IPAM (needs its node-slice controller)",
-    bad: "/22",
+    description:
+      "Whereabouts' node slices (`/N` or `N`): the node allocates in its slice of the one range, which the NodeSlicePool `network_name` (else the network's `name`) assigns it, in Whereabouts' per-slice IPPool; results carry the range's prefix. Kubernetes store only; IPv4 and IPv6. The node's name: `NODENAME`, the agent's `--node-name`, `<configuration path>/nodename`, `/etc/hostname`.",
+    default: "off",
+    whereabouts: "Fast IPAM: the same slices and pools (its node-slice controller assigns them; IPv4 only)",
+    bad: "/x",
   },
   leader_lease_duration: {
     description: "Accepted, unused (a warning): no Lease is taken.",

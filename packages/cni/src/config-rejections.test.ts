@@ -56,13 +56,13 @@ describe("loadIpamConfig: rejections", () => {
   });
 
   it("rejects unsupported values of known keys with code 2", () => {
+    // node slices live in NodeSlicePools: the Kubernetes store's (node-slice.test.ts has the rest)
     expectConfigError(
-      () => load(netConf({ ...V4, node_slice_size: "/22" })),
-      2,
+      () => load(netConf({ ...V4, node_slice_size: "/26" })),
+      7,
       "ipam.node_slice_size",
-      '"/22"',
-      "node-slice controller",
-      "node_block_size",
+      '"/26"',
+      'needs datastore "kubernetes"',
     );
     expectConfigError(() => load(netConf({ ...V4, datastore: "consul" })), 2, "ipam.datastore", '"consul"');
     expectConfigError(() => load(netConf({ ...V4, allocation_policy: "random" })), 2, "ipam.allocation_policy", '"random"');

@@ -1,6 +1,7 @@
 import { isAffinityNetwork, type Range } from "@ipamkit/core";
 import {
   checkNodeBlocks,
+  checkNodeSlices,
   checkUnsupported,
   checkVersion,
   checkWhereaboutsLease,
@@ -146,6 +147,7 @@ function load(
   const datastore = chooseDatastore(ipam, sourceOf, warnings);
   warnUnused(ipam, datastore, sourceOf, warnings);
   checkWhereaboutsLease(ipam, datastore, sourceOf);
+  const nodeSlices = checkNodeSlices(ipam, conf.name, parsedRanges, datastore, sourceOf);
   const config: IpamConfig = {
     cniVersion,
     name: conf.name,
@@ -162,6 +164,7 @@ function load(
     agent: { ...definedOnly({ socket: ipam.agent_socket }), required: ipam.agent_required ?? false },
     requestedIps,
     nodeBlocks,
+    ...(nodeSlices === undefined ? {} : { nodeSlices }),
     ...stickyOf(ipam, sourceOf, warnings),
     validAttachments,
     prevResult: conf.prevResult,

@@ -1,8 +1,9 @@
-import { attachmentKey, type Exclusive, type IpamCache, type IpamStore } from "@ipamkit/core";
+import { attachmentKey, type Exclusive, type IpamCache, type IpamStore, type PoolRef, type Range } from "@ipamkit/core";
 import { add, type CommandContext, check, del, gc, status } from "./commands.js";
 import { type ConfigCache, prepareConfig } from "./config-cache.js";
 import { checkEnv, parseCniArgs, readEnv } from "./env.js";
 import { CNI_CODES, CniError, errorJson, toCniError } from "./errors.js";
+import { type NodeSlice, type ReadNodeSlice, readSlice, sliceNodeName } from "./node-slice.js";
 import { type CniCommand, type ConfigFs, type IpamConfig, SUPPORTED_VERSIONS } from "./types.js";
 import { commandAllowed, versionResult } from "./versions.js";
 import { processWarnings, type WarnOnce } from "./warn-once.js";
@@ -24,9 +25,17 @@ export interface DispatcherOptions {
   cache?: (config: IpamConfig) => IpamCache | undefined;
   /**
    * The lock an ADD holds when the config sets `whereabouts_lease` (the Kubernetes store's
-   * `whereaboutsLease`); `identity` names this call's holder (podNamespace/podName when known).
+   * `whereaboutsLease`); `identity` names this call's holder (podNamespace/podName when known);
+   * `pool`, on a network with node slices, is the node's slice pool (its Lease is named after it).
    */
-  openExclusive?: (config: IpamConfig, identity: string) => Exclusive;
+  openExclusive?: (config: IpamConfig, identity: string, pool?: PoolRef) => Exclusive;
+  /**
+   * Reads a node's slice of a network with `node_slice_size` (the Kubernetes store's NodeSlicePool:
+   * its `readNodeSlice`), given by the edge that opens the store; absent, such a network is code 2.
+   */
+  readNodeSlice?: ReadNodeSlice;
+  /** This process's own name for its node (the agent's `--node-name`): node slices use it after the call's NODENAME. */
+  nodeName?: string;
   /** Keeps prepared configs across calls (a long-lived process: the agent); default: each call prepares its own. */
   configCache?: ConfigCache;
   /** Which config warnings were printed already (once per network and process); default: this process's memory. */
@@ -76,6 +85,17 @@ async function runCommand(command: Exclude<CniCommand, "VERSION">, ctx: CommandC
   }
 }
 
+/** The node's slice on a network with `node_slice_size` (undefined on any other). */
+async function nodeSliceOf(options: DispatcherOptions, config: IpamConfig, ranges: readonly Range[]): Promise<NodeSlice | undefined> {
+  const range = ranges[0];
+  if (config.nodeSlices === undefined || range === undefined) return undefined;
+  if (options.readNodeSlice === undefined) {
+    throw new CniError(CNI_CODES.UNSUPPORTED_FIELD, "ipam.node_slice_size: this plugin build cannot read NodeSlicePools");
+  }
+  const node = sliceNodeName({ env: options.env, nodeName: options.nodeName, fs: options.fs, flatFile: config.flatFile });
+  return readSlice(options.readNodeSlice, config, range, node);
+}
+
 /** Runs one CNI invocation; returns the exit code. Errors are CNI error JSON on stdout, exit 1. */
 export async function dispatch(options: DispatcherOptions): Promise<number> {
   let cniVersion: string = SUPPORTED_VERSIONS[SUPPORTED_VERSIONS.length - 1] as string;
@@ -108,6 +128,9 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
     const store = await options.openStore(config);
     const cache = options.cache?.(config);
     try {
+      const slice = command === "GC" ? undefined : await nodeSliceOf(options, config, ranges);
+      const slicePool: PoolRef | undefined =
+        slice?.slice === undefined ? undefined : { network: config.networkName, cidr: slice.slice, node: slice.node };
       const ctx: CommandContext = {
         config,
         ranges,
@@ -115,12 +138,13 @@ export async function dispatch(options: DispatcherOptions): Promise<number> {
         ...(cache === undefined ? {} : { cache }),
         args,
         ...(node === undefined ? {} : { node }),
+        ...(slice === undefined ? {} : { slice }),
         stderr: (line) => options.stderr(`ipamkit: ${line}\n`),
         ...(command === "ADD" &&
         config.datastore === "kubernetes" &&
         config.kubernetes.whereaboutsLease !== undefined &&
         options.openExclusive !== undefined
-          ? { exclusive: options.openExclusive(config, holderOf(args, env.containerId)) }
+          ? { exclusive: options.openExclusive(config, holderOf(args, env.containerId), slicePool) }
           : {}),
         // only the verbs that take an attachment read (and validate) it, as checkEnv requires
         ...(env.containerId !== undefined && env.ifName !== undefined && (command === "ADD" || command === "DEL" || command === "CHECK")

@@ -45,6 +45,7 @@ export {
   MAX_ERROR_ANSWER_BYTES,
   toCniError,
 } from "./errors.js";
+export type { NodeSliceAnswer, ReadNodeSlice } from "./node-slice.js";
 export type { AssignedIp } from "./result.js";
 export { buildResult, parsePrevResult } from "./result.js";
 export type { CniArgs, CniCommand, CniVersion, ConfigFs, Datastore, Dns, IpamConfig, Route } from "./types.js";

@@ -81,6 +81,12 @@ export interface IpamConfig {
    */
   nodeBlocks: { size: number; node?: string } | undefined;
   /**
+   * Whereabouts' node slices (`node_slice_size`): the one range is served from this node's slice of
+   * prefix `prefix`, which the NodeSlicePool `pool` (`network_name`, else the network's `name`) in
+   * the pool namespace assigns it; undefined when off.
+   */
+  nodeSlices?: { prefix: number; pool: string };
+  /**
    * Sticky addresses (`sticky: true`, `sticky_ttl` seconds, default {@link DEFAULT_STICKY_TTL}):
    * a pod reborn under its namespace/name gets its address back; undefined when off.
    */

@@ -62,6 +62,26 @@ export const WHEREABOUTS_DIFFERENCES: readonly WhereaboutsDifference[] = [
     why: "An address reserved but never reported is held by a pod that does not know it.",
   },
   {
+    id: "node-slice-bounds",
+    whereabouts: "In a node's slice (`node_slice_size`), drops `exclude`, `range_start` and `range_end`: the whole slice is handed out.",
+    ipamkit: "Keeps them: a slice hands out only the addresses the range does.",
+    why: "An address excluded from a network stays excluded when the network moves to node slices.",
+  },
+  {
+    id: "node-slice-one-range",
+    whereabouts:
+      "With `node_slice_size` and several ranges (`range` plus `ipRanges`), serves every range from the first range's slice: the same address twice in one result, or a failure for another family.",
+    ipamkit: "Refuses the config at load (code 7): a network with node slices has one range.",
+    why: "A result with one address twice, or an ADD that fails on every node, helps no one.",
+  },
+  {
+    id: "node-slice-size",
+    whereabouts:
+      "Accepts a `node_slice_size` wider than the range (`/22` on a /24) or with no address to hand out (/31, /32); its node-slice controller cannot slice the range and every ADD fails ('no allocated node slice').",
+    ipamkit: "Refuses the config at load (code 7), naming the sizes that work.",
+    why: "The same outcome for every ADD, said once and clearly.",
+  },
+  {
     id: "flat-file-optional",
     whereabouts:
       "Fails every call when no flat file (`whereabouts.conf`) exists, even when the NAD says everything ('config file not found').",

@@ -39,12 +39,7 @@ export function claimOf(ref: PoolRef, reservation: Reservation): Claim {
 
 /** True when `claim` names exactly this entry (pool, key and podRef). */
 export function claimMatches(claim: Claim, ref: PoolRef, reservation: Reservation): boolean {
-  return (
-    claim.pool.network === ref.network &&
-    claim.pool.cidr === ref.cidr &&
-    sameKey(claim.key, reservation.key) &&
-    (claim.podRef ?? "") === (reservation.podRef ?? "")
-  );
+  return samePoolRef(claim.pool, ref) && sameKey(claim.key, reservation.key) && (claim.podRef ?? "") === (reservation.podRef ?? "");
 }
 
 interface Owed {

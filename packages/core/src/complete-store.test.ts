@@ -14,7 +14,15 @@ function bare(calls: string[]): StoreBackend {
   const memory = createMemoryStore();
   return {
     name: "bare",
-    capabilities: { crossProcess: false, distributed: false, transactions: false, entryWrites: false, batchReads: false, bulkLists: false },
+    capabilities: {
+      crossProcess: false,
+      distributed: false,
+      transactions: false,
+      entryWrites: false,
+      batchReads: false,
+      bulkLists: false,
+      nodePools: false,
+    },
     readPool: (ref) => {
       calls.push("readPool");
       return memory.readPool(ref);
@@ -41,6 +49,33 @@ function bare(calls: string[]): StoreBackend {
 }
 
 describe("completeStore", () => {
+  it("refuses node-slice pool refs when the backend has no nodePools: reads, writes, claims naming one, commit steps", async () => {
+    const calls: string[] = [];
+    const store = completeStore(bare(calls));
+    const sliced = { ...pool, node: "node-a" };
+    const empty = Pool.empty(parseCidr(pool.cidr));
+    await expect(store.readPool(sliced)).rejects.toMatchObject({
+      code: "STORE_REJECTED",
+      message: expect.stringContaining("n/10.0.0.0/28@node-a"),
+    });
+    await expect(store.writePool(sliced, empty, undefined)).rejects.toMatchObject({ code: "STORE_REJECTED" });
+    await expect(store.writeClaim({ network: "n", address: "10.0.0.1" }, { ...claim, pool: sliced }, undefined)).rejects.toMatchObject({
+      code: "STORE_REJECTED",
+    });
+    expect(calls).toEqual([]);
+    expect(await store.listPools()).toEqual([]);
+    const transactional = createMemoryStore({ transactions: true });
+    await expect(transactional.commit([{ kind: "pool", ref: sliced, pool: empty, expected: undefined }])).rejects.toMatchObject({
+      code: "STORE_REJECTED",
+    });
+    expect(await transactional.listPools()).toEqual([]);
+    // with nodePools, the node's pool is a pool of its own
+    const keeping = createMemoryStore({ nodePools: true });
+    await keeping.writePool(sliced, empty, undefined);
+    expect(await keeping.readPool(pool)).toBeUndefined();
+    expect(await keeping.listPools()).toEqual([sliced]);
+  });
+
   it("fills in what the capabilities say the backend lacks: listings with contents, readClaim, commit", async () => {
     const calls: string[] = [];
     const store = completeStore(bare(calls));

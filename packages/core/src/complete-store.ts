@@ -1,18 +1,35 @@
 import { StoreRejectedError } from "./errors.js";
-import type {
-  ClaimRef,
-  IpamStore,
-  ListOptions,
-  PoolRef,
-  ScannedClaim,
-  ScannedPool,
-  StoreBackend,
-  StoredClaim,
-  StoreWrite,
-  Version,
+import {
+  type ClaimRef,
+  type IpamStore,
+  type ListOptions,
+  type PoolRef,
+  poolId,
+  type ScannedClaim,
+  type ScannedPool,
+  type StoreBackend,
+  type StoredClaim,
+  type StoreWrite,
+  type Version,
 } from "./store.js";
 
 const completed = new WeakSet<object>();
+
+/** A ref of a node's slice pool, on a store without `capabilities.nodePools`: refused, never merged into the range's pool. */
+function refuseNodePool(backend: { name: string }, ref: PoolRef): void {
+  if (ref.node === undefined) return;
+  throw new StoreRejectedError(poolId(ref), `${backend.name} keeps no node-slice pools (node_slice_size needs the Kubernetes store)`, {
+    component: backend.name,
+  });
+}
+
+/** The node-slice refs a store without `nodePools` must not be given: each pool step's, and each claim's pool. */
+function refuseNodePools(backend: { name: string }, writes: readonly StoreWrite[]): void {
+  for (const w of writes) {
+    if (w.kind === "claim") refuseNodePool(backend, w.claim.pool);
+    else if (w.kind !== "delete-claim") refuseNodePool(backend, w.ref);
+  }
+}
 
 /** Every pool listed, each read with `readPool` (a refused read in its place with its error). */
 async function readEachPool(store: Pick<StoreBackend, "readPool">, refs: readonly PoolRef[]): Promise<ScannedPool[]> {
@@ -48,13 +65,21 @@ async function readEachClaim(store: Pick<StoreBackend, "readClaims">, refs: read
 export function completeStore(backend: StoreBackend | IpamStore): IpamStore {
   if (completed.has(backend)) return backend as IpamStore;
   const { capabilities } = backend;
+  // only refs of node-slice pools are refused; a store with nodePools takes every call as it is
+  const guard = capabilities.nodePools ? () => undefined : (ref: PoolRef) => refuseNodePool(backend, ref);
   const readClaims = (refs: readonly ClaimRef[], options?: { fresh?: boolean }): Promise<(StoredClaim | undefined)[]> =>
     refs.length === 0 ? Promise.resolve([]) : backend.readClaims(refs, options);
   const store: IpamStore = {
     name: backend.name,
     capabilities,
-    readPool: (ref) => backend.readPool(ref),
-    writePool: (ref, pool, expected) => backend.writePool(ref, pool, expected),
+    readPool: async (ref) => {
+      guard(ref);
+      return backend.readPool(ref);
+    },
+    writePool: async (ref, pool, expected) => {
+      guard(ref);
+      return backend.writePool(ref, pool, expected);
+    },
     listPools: (async (options?: ListOptions) => {
       if (options?.contents !== true) return backend.listPools();
       if (capabilities.bulkLists) return backend.listPools(options);
@@ -62,7 +87,10 @@ export function completeStore(backend: StoreBackend | IpamStore): IpamStore {
     }) as IpamStore["listPools"],
     readClaims,
     readClaim: async (ref, options) => (await readClaims([ref], options))[0],
-    writeClaim: (ref, claim, expected) => backend.writeClaim(ref, claim, expected),
+    writeClaim: async (ref, claim, expected) => {
+      guard(claim.pool);
+      return backend.writeClaim(ref, claim, expected);
+    },
     deleteClaim: (ref, expected) => backend.deleteClaim(ref, expected),
     listClaims: (async (networks: string | readonly string[], options?: ListOptions) => {
       const asked = [...new Set(typeof networks === "string" ? [networks] : networks)];
@@ -75,6 +103,13 @@ export function completeStore(backend: StoreBackend | IpamStore): IpamStore {
       const commit = backend.commit;
       if (!capabilities.transactions || commit === undefined)
         return Promise.reject(new StoreRejectedError("a transaction", `${backend.name} has no transactions`, { component: backend.name }));
+      if (!capabilities.nodePools) {
+        try {
+          refuseNodePools(backend, writes);
+        } catch (error) {
+          return Promise.reject(error);
+        }
+      }
       return commit.call(backend, writes);
     },
     close: () => backend.close(),

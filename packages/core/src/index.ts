@@ -79,6 +79,7 @@ export type { Reservation } from "./reservation.js";
 export { isKept, keepExpired, sameReservation } from "./reservation.js";
 export type { AttemptContext, ConflictCounter, RetryOptions } from "./retry.js";
 export { withConflictRetry } from "./retry.js";
+export { sliceRange } from "./slice-range.js";
 export type {
   Claim,
   ClaimReadOptions,

@@ -33,7 +33,7 @@ export async function allocateAll(ctx: IpamContext, input: AllocateInput, static
   const done: Assigned[] = [];
   try {
     for (const [i, range] of input.ranges.entries()) {
-      done.push(await allocateOne(ctx, refFor(input.network, range), range, input, statics[i]));
+      done.push(await allocateOne(ctx, refFor(input.network, range, input.node), range, input, statics[i]));
     }
     return done;
   } catch (error) {

@@ -21,4 +21,6 @@ export interface IpamContext {
   readonly transactions: boolean;
 }
 
-export const refFor = (network: string | undefined, range: Range): PoolRef => ({ network: network ?? "", cidr: range.cidr.text });
+/** The pool of `range` in `network`; with `node`, that node's pool of it (a node's slice, see `sliceRange`). */
+export const refFor = (network: string | undefined, range: Range, node?: string): PoolRef =>
+  node === undefined ? { network: network ?? "", cidr: range.cidr.text } : { network: network ?? "", cidr: range.cidr.text, node };

@@ -6,7 +6,7 @@ import { type IpamContext, refFor } from "./ipam-context.js";
 export async function lookupEach({ store }: IpamContext, input: ReleaseInput): Promise<(Assigned | undefined)[]> {
   return Promise.all(
     input.ranges.map(async (range) => {
-      const ref = refFor(input.network, range);
+      const ref = refFor(input.network, range, input.node);
       const stored = await store.readPool(ref);
       const reservation = stored?.pool.forKey(input.key);
       if (reservation === undefined || reservation.releasedAt !== undefined) return undefined; // kept: held by no attachment

@@ -91,7 +91,7 @@ export async function releaseEach(ctx: IpamContext, input: ReleaseInput): Promis
   const errors: unknown[] = [];
   for (const range of input.ranges) {
     try {
-      const r = await releaseOne(ctx, refFor(input.network, range), range, input.key, input.sticky === true);
+      const r = await releaseOne(ctx, refFor(input.network, range, input.node), range, input.key, input.sticky === true);
       if (r !== undefined) out.push(r);
     } catch (error) {
       errors.push(error);

@@ -43,6 +43,11 @@ export type Exclusive = <T>(fn: () => Promise<T>) => Promise<T>;
 export interface AllocateInput {
   /** `network_name`; "" for the unnamed network. */
   network?: string;
+  /**
+   * Whereabouts' node slices: each range is this node's slice of a configured range (`sliceRange`),
+   * allocated in that node's pool of it (`PoolRef.node`). Absent: each range's own pool.
+   */
+  node?: string;
   /** One address per range, all-or-nothing. */
   ranges: readonly Range[];
   key: AttachmentKey;
@@ -65,6 +70,8 @@ export interface Assigned {
 
 export interface ReleaseInput {
   network?: string;
+  /** As in {@link AllocateInput.node}. */
+  node?: string;
   ranges: readonly Range[];
   key: AttachmentKey;
   /** A sticky network: a sticky reservation is kept for its pod, not freed (DESIGN.md, "Sticky addresses"). */

@@ -21,6 +21,10 @@ import {
 
 export const MEMORY_STORE_NAME = "storage-memory";
 
+/** A pool ref as listed: a copy of the one written (with its node, for a node's slice pool). */
+const refOf = (ref: PoolRef): PoolRef =>
+  ref.node === undefined ? { network: ref.network, cidr: ref.cidr } : { network: ref.network, cidr: ref.cidr, node: ref.node };
+
 interface Entry<T> {
   value: T;
   version: number;
@@ -77,12 +81,12 @@ class MemoryTables {
         return this.cas(
           this.pools,
           id,
-          { network: w.ref.network, cidr: w.ref.cidr },
+          refOf(w.ref),
           this.applyEntry(w) as Pool,
           this.pools.has(id) ? String(this.pools.get(id)?.version) : undefined,
         );
       }
-      if (w.kind === "pool") return this.cas(this.pools, poolId(w.ref), { network: w.ref.network, cidr: w.ref.cidr }, w.pool, w.expected);
+      if (w.kind === "pool") return this.cas(this.pools, poolId(w.ref), refOf(w.ref), w.pool, w.expected);
       if (w.kind === "claim")
         return this.cas(this.claims, claimId(w.ref), { network: w.ref.network, address: w.ref.address }, w.claim, w.expected);
       if (w.kind === "delete-claim") {
@@ -101,7 +105,9 @@ class MemoryTables {
  * core's paths for stores with and without each ability run on it. Passes the same conformance
  * suite as every other store.
  */
-export type MemoryStoreOptions = Partial<Pick<StoreCapabilities, "transactions" | "entryWrites" | "batchReads" | "bulkLists">>;
+export type MemoryStoreOptions = Partial<
+  Pick<StoreCapabilities, "transactions" | "entryWrites" | "batchReads" | "bulkLists" | "nodePools">
+>;
 
 export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
   const capabilities: StoreCapabilities = {
@@ -111,6 +117,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
     entryWrites: options.entryWrites === true,
     batchReads: options.batchReads === true,
     bulkLists: options.bulkLists === true,
+    nodePools: options.nodePools === true,
   };
   const tables = new MemoryTables();
   const { pools, claims } = tables;
@@ -135,7 +142,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): IpamStore {
     capabilities,
     readPool: async (ref) => readPool(ref),
     async writePool(ref, pool, expected) {
-      return tables.cas(pools, poolId(ref), { network: ref.network, cidr: ref.cidr }, pool, expected);
+      return tables.cas(pools, poolId(ref), refOf(ref), pool, expected);
     },
     async listPools(listing) {
       const refs = poolRefs();

@@ -33,7 +33,8 @@ export function blockLayout(range: Range, size: number | bigint): BlockLayout {
   return Object.freeze({ range, size: n, count: range.cidr.size / n, prefix: familyBits(range.family) - hostBits });
 }
 
-function clipBlocked(blocked: readonly OffsetInterval[], start: bigint, from: bigint, to: bigint): OffsetInterval[] {
+/** `blocked` (offsets of a range) within `start+from..start+to`, shifted to offsets from `start`. */
+export function clipBlocked(blocked: readonly OffsetInterval[], start: bigint, from: bigint, to: bigint): OffsetInterval[] {
   const out: OffsetInterval[] = [];
   for (const b of blocked) {
     if (b.to < start + from || b.from > start + to) continue;

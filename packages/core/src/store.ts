@@ -20,6 +20,12 @@ export interface PoolRef {
   readonly network: string;
   /** Canonical CIDR text (network address form). */
   readonly cidr: string;
+  /**
+   * A node's slice of a range (Whereabouts' node slices, `node_slice_size`): the pool of `cidr` (the
+   * slice) that this node allocates in, apart from any other pool of the same CIDR. Absent for every
+   * other pool. Only stores with `capabilities.nodePools` take such refs (DESIGN.md, "Node slices").
+   */
+  readonly node?: string;
 }
 
 export interface StoredPool {
@@ -98,6 +104,11 @@ export interface StoreCapabilities {
    * store without it is never asked for contents: core lists and reads each record instead.
    */
   readonly bulkLists: boolean;
+  /**
+   * Keeps pools of one node's slice (`PoolRef.node`) apart from the range's pool of the same CIDR,
+   * and lists them with their node. Without it, core's adapter refuses such refs (StoreRejectedError).
+   */
+  readonly nodePools: boolean;
 }
 
 export interface ClaimReadOptions {
@@ -182,9 +193,10 @@ export interface IpamStore {
   close(): Promise<void>;
 }
 
-/** One printable id for a pool: `cidr` or `network/cidr`. */
+/** One printable id for a pool: `cidr` or `network/cidr`, then `@node` for a node's slice. */
 export function poolId(ref: PoolRef): string {
-  return ref.network === "" ? ref.cidr : `${ref.network}/${ref.cidr}`;
+  const id = ref.network === "" ? ref.cidr : `${ref.network}/${ref.cidr}`;
+  return ref.node === undefined ? id : `${id}@${ref.node}`;
 }
 
 export function claimId(ref: ClaimRef): string {
@@ -192,10 +204,12 @@ export function claimId(ref: ClaimRef): string {
 }
 
 export function samePoolRef(a: PoolRef, b: PoolRef): boolean {
-  return a.network === b.network && a.cidr === b.cidr;
+  return a.network === b.network && a.cidr === b.cidr && a.node === b.node;
 }
 
-/** The stable order of pools: by network, then CIDR text. */
+const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The stable order of pools: by network, then CIDR text, then node (a range's own pool first). */
 export function comparePoolRefs(a: PoolRef, b: PoolRef): number {
-  return a.network < b.network ? -1 : a.network > b.network ? 1 : a.cidr < b.cidr ? -1 : a.cidr > b.cidr ? 1 : 0;
+  return compareText(a.network, b.network) || compareText(a.cidr, b.cidr) || compareText(a.node ?? "", b.node ?? "");
 }

@@ -1,7 +1,7 @@
 import { type IpamConfig, whereaboutsEtcdKeys } from "@ipamkit/cni";
 import type { Exclusive, IpamStore } from "@ipamkit/core";
 import type { EtcdStoreOptions, WhereaboutsEtcdConfig } from "@ipamkit/storage-etcd";
-import type { KubernetesStoreOptions, WhereaboutsLeaseOptions } from "@ipamkit/storage-kubernetes";
+import type { KubernetesStoreOptions, NodeSliceAnswer, NodeSliceQuery, WhereaboutsLeaseOptions } from "@ipamkit/storage-kubernetes";
 
 export type Datastore = "file" | "etcd" | "kubernetes";
 export const DATASTORES: readonly Datastore[] = ["etcd", "kubernetes", "file"];
@@ -22,7 +22,7 @@ export type StoreSpec =
 export interface StoreModules {
   file(): Promise<Pick<typeof import("@ipamkit/storage-file"), "createFileStore">>;
   etcd(): Promise<Pick<typeof import("@ipamkit/storage-etcd"), "createEtcdStore" | "etcdOptionsFromWhereabouts">>;
-  kubernetes(): Promise<Pick<typeof import("@ipamkit/storage-kubernetes"), "createKubernetesStore" | "whereaboutsLease">>;
+  kubernetes(): Promise<Pick<typeof import("@ipamkit/storage-kubernetes"), "createKubernetesStore" | "whereaboutsLease" | "readNodeSlice">>;
 }
 
 /** Opens stores with one set of modules. */
@@ -31,6 +31,8 @@ export interface StoreOpener {
   open(spec: StoreSpec): Promise<IpamStore>;
   /** Whereabouts' Lease around a call (Kubernetes only); the Kubernetes code is loaded at the first call. */
   whereaboutsLease(options: WhereaboutsLeaseOptions): Exclusive;
+  /** A node's slice in a NodeSlicePool (Kubernetes only: node slices); the Kubernetes code is loaded at the first call. */
+  readNodeSlice(query: NodeSliceQuery): Promise<NodeSliceAnswer>;
   /** Loads a store's code without opening anything (an agent's `--warm`); throws what `open` would. */
   load(datastore: Datastore): Promise<void>;
 }
@@ -56,6 +58,10 @@ export function createStoreOpener(modules: StoreModules): StoreOpener {
     },
     whereaboutsLease(options) {
       return (fn) => modules.kubernetes().then(({ whereaboutsLease }) => whereaboutsLease(options)(fn));
+    },
+    async readNodeSlice(query) {
+      const { readNodeSlice } = await modules.kubernetes();
+      return readNodeSlice(query);
     },
     async load(datastore) {
       await modules[datastore]();

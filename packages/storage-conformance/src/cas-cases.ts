@@ -113,12 +113,13 @@ function registerContractCases(ctx: SuiteContext): void {
   it("advertises exactly the capabilities the suite was told; commit refuses without transactions", async () => {
     const s = ctx.store();
     const told = ctx.options.capabilities ?? {};
-    const { transactions, entryWrites, batchReads, bulkLists } = s.capabilities;
-    expect({ transactions, entryWrites, batchReads, bulkLists }).toEqual({
+    const { transactions, entryWrites, batchReads, bulkLists, nodePools } = s.capabilities;
+    expect({ transactions, entryWrites, batchReads, bulkLists, nodePools }).toEqual({
       transactions: told.transactions === true,
       entryWrites: told.entryWrites === true,
       batchReads: told.batchReads === true,
       bulkLists: told.bulkLists === true,
+      nodePools: told.nodePools === true,
     });
     if (!transactions)
       await expect(s.commit([{ kind: "check-pool", ref, expected: undefined }])).rejects.toMatchObject({ code: "STORE_REJECTED" });

@@ -9,6 +9,7 @@ import { registerLegacyCases } from "./legacy-cases.js";
 import { registerModelCases } from "./model-cases.js";
 import type { ConformanceOptions } from "./options.js";
 import { registerOverlapCases } from "./overlap-cases.js";
+import { registerNoSliceCases, registerSliceCases } from "./slice-cases.js";
 import { registerStickyCases } from "./sticky-cases.js";
 
 export type { ConformanceOptions } from "./options.js";
@@ -48,6 +49,8 @@ export function describeStoreConformance(options: ConformanceOptions): void {
     describe("overlapping ranges", () => registerOverlapCases(ctx));
     describe("concurrency", () => registerConcurrencyCases(ctx));
     describe("per-node blocks", () => registerBlockCases(ctx));
+    if (options.capabilities?.nodePools === true) describe("node-slice pools", () => registerSliceCases(ctx));
+    else describe("node-slice pools refused", () => registerNoSliceCases(ctx));
     describe("sticky addresses", () => registerStickyCases(ctx));
     describe("model-based random operations", () => registerModelCases(ctx));
     if (options.extra !== undefined) describe("backend-specific", () => options.extra?.(ctx.store));

@@ -17,10 +17,11 @@ export interface ConformanceOptions {
   /**
    * The capabilities the store advertises beyond the required calls (each absent one: false). The
    * suite checks the store advertises exactly these, and runs the cases of each: `transactions`
-   * (atomic commit), `entryWrites` (reserve/unreserve steps). Listings with contents run on every
-   * store: read in bulk where `bulkLists`, filled in by core's adapter elsewhere.
+   * (atomic commit), `entryWrites` (reserve/unreserve steps), `nodePools` (node-slice pools; a
+   * store without them is checked to refuse them). Listings with contents run on every store: read
+   * in bulk where `bulkLists`, filled in by core's adapter elsewhere.
    */
-  capabilities?: Partial<Pick<StoreCapabilities, "transactions" | "entryWrites" | "batchReads" | "bulkLists">>;
+  capabilities?: Partial<Pick<StoreCapabilities, "transactions" | "entryWrites" | "batchReads" | "bulkLists" | "nodePools">>;
   /**
    * How many legacy entries (no ifName, Whereabouts < 0.8) one container id may hold in one pool:
    * "several" (default; Whereabouts' IPPool, files, memory) or "one" (a store that indexes entries

@@ -38,7 +38,15 @@ export function createEtcdStore(options: EtcdStoreOptions = {}): IpamStore {
   const txns = new Transactions(etcd, keys, reads);
   const store: StoreBackend = {
     name: STORE_NAME,
-    capabilities: { crossProcess: true, distributed: true, transactions: true, entryWrites: true, batchReads: true, bulkLists: true },
+    capabilities: {
+      crossProcess: true,
+      distributed: true,
+      transactions: true,
+      entryWrites: true,
+      batchReads: true,
+      bulkLists: true,
+      nodePools: false,
+    },
     readPool: (ref: PoolRef): Promise<StoredPool | undefined> => reads.read(ref),
     async writePool(ref: PoolRef, pool: Pool, expected: Version | undefined): Promise<Version> {
       const [version] = await txns.transact([{ kind: "pool", ref, pool, expected }], `write ${poolId(ref)}`);

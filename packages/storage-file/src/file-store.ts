@@ -34,7 +34,15 @@ export function createFileStore(options: FileStoreOptions = {}): IpamStore {
   // no bulk lists, batched reads or transactions: core's adapter reads record by record
   return completeStore({
     name: STORE_NAME,
-    capabilities: { crossProcess: true, distributed: false, transactions: false, entryWrites: false, batchReads: false, bulkLists: false },
+    capabilities: {
+      crossProcess: true,
+      distributed: false,
+      transactions: false,
+      entryWrites: false,
+      batchReads: false,
+      bulkLists: false,
+      nodePools: false,
+    },
     readPool: (ref) => readPool(ctx, ref),
     writePool: (ref, pool, expected) => writePool(ctx, ref, pool, expected),
     listPools: () => listPools(ctx),

@@ -8,6 +8,8 @@ export { LeaseUnavailableError, whereaboutsLease } from "./lease.js";
 export { formatMicroTime, parseMicroTime } from "./microtime.js";
 export { ipPoolName, normalizeRange, reservationName } from "./names.js";
 export { LEGACY_NETWORK_STATUS, NETWORK_STATUS, parseNetworkStatus } from "./network-status.js";
+export type { NodeSliceAnswer, NodeSliceQuery } from "./node-slice-read.js";
+export { readNodeSlice } from "./node-slice-read.js";
 export type { NodeSliceOptions, NodeSlicePass, SliceAllocation, SlicePlan } from "./node-slices.js";
 export { NODE_SLICE_POOL, planNodeSlices, reconcileNodeSlices, slicesOf } from "./node-slices.js";
 export type { Kind, KubeObject } from "./objects.js";

@@ -139,6 +139,22 @@ function reservationOf(cidr: Cidr, key: string, entry: unknown, objectName: stri
   return r;
 }
 
+/**
+ * StoreCorruptError when ipamkit's annotations say the object is another pool's than `ref` (the
+ * names of network `a-b`'s pool and node `b`'s slice pool of network `a` collide).
+ */
+export function checkPoolOwner(ref: PoolRef, object: KubeObject, objectName: string): void {
+  const annotations = object.metadata?.annotations ?? {};
+  const network = annotations[ANNOTATION.network];
+  if (network === undefined || (network === ref.network && annotations[ANNOTATION.node] === ref.node)) return;
+  const owner = (n: string, node: string | undefined) =>
+    `network ${JSON.stringify(n)}${node === undefined ? "" : ` node ${JSON.stringify(node)}`}`;
+  throw corrupt(
+    objectName,
+    `it is the pool of ${owner(network, annotations[ANNOTATION.node])}, not of ${owner(ref.network, ref.node)}: Whereabouts' names collide for these two (rename one network_name)`,
+  );
+}
+
 /** Reads an IPPool as a Pool. Nothing is dropped: an entry that cannot be read is StoreCorruptError. */
 export function poolFromIPPool(ref: PoolRef, object: KubeObject, objectName: string): Pool {
   const cidr = ipPoolRange(object, objectName);
@@ -209,6 +225,9 @@ export function ipPoolFor(ref: PoolRef, pool: Pool, base: KubeObject | undefined
     namespace: options.namespace,
     annotations: {
       [ANNOTATION.write]: options.writeId,
+      // whose pool it is (pool-owners.ts): a node's slice pool cannot be told from its name
+      [ANNOTATION.network]: ref.network,
+      [ANNOTATION.node]: ref.node,
       [ANNOTATION.lastOffset]: pool.lastOffset?.toString(),
       [ANNOTATION.ifnames]: options.recordIfNames === true ? ifNamesAnnotation(pool) : undefined,
       // no longer written: a count Whereabouts' writes made stale; removed where an older ipamkit left it

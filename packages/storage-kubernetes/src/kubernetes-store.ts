@@ -22,7 +22,15 @@ export function createKubernetesStore(options: KubernetesStoreOptions = {}): Ipa
   const store: StoreBackend = {
     name: STORE_NAME,
     // no multi-object transactions; one paged list reads every pool or reservation
-    capabilities: { crossProcess: true, distributed: true, transactions: false, entryWrites: false, batchReads: false, bulkLists: true },
+    capabilities: {
+      crossProcess: true,
+      distributed: true,
+      transactions: false,
+      entryWrites: false,
+      batchReads: false,
+      bulkLists: true,
+      nodePools: true,
+    },
     readPool: (ref) => readPool(ctx, ref),
     writePool: (ref, pool, expected) => writePool(ctx, ref, pool, expected),
     listPools: (listing) => listPools(ctx, listing?.contents === true),

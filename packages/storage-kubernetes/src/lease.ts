@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { type Exclusive, StoreConflictError, StoreUnavailableError } from "@ipamkit/core";
+import { type Exclusive, type PoolRef, StoreConflictError, StoreUnavailableError } from "@ipamkit/core";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { createObjectApi, type ObjectApi } from "./api.js";
 import { STORE_NAME } from "./errors.js";
 import { formatMicroTime } from "./microtime.js";
+import { ipPoolName } from "./names.js";
 import type { Kind, KubeObject } from "./objects.js";
 import { loadKubeConfig, resolveNamespace } from "./options.js";
 
@@ -20,8 +21,13 @@ export interface WhereaboutsLeaseOptions {
   kubeconfig?: string | KubeConfig;
   /** The pool namespace (the Lease lives there); default: as the store resolves it. */
   namespace?: string;
-  /** Lease name; default "whereabouts" (node-slice mode names it after the node's pool). */
+  /** Lease name; default "whereabouts", or the node's pool's name when `pool` is given. */
   name?: string;
+  /**
+   * Node-slice mode: the node's slice pool. Whereabouts then takes the Lease named after that pool's
+   * IPPool (`<network>-<node>-<slice>`) instead of `whereabouts`, and so does this.
+   */
+  pool?: PoolRef;
   /** holderIdentity; default `ipamkit/<podRef or "cni">/<random>` — unique per hold. */
   identity?: string;
   /** Give up acquiring at this time (epoch ms); default `timeoutMs` from each acquisition's start. */
@@ -111,7 +117,7 @@ interface LeaseContext {
 function createLeaseContext(options: WhereaboutsLeaseOptions): LeaseContext {
   const kubeConfig = loadKubeConfig(options.kubeconfig);
   const namespace = resolveNamespace(kubeConfig, options.namespace);
-  const name = options.name ?? "whereabouts";
+  const name = options.name ?? (options.pool === undefined ? "whereabouts" : ipPoolName(options.pool));
   return {
     options,
     kubeConfig,

@@ -14,9 +14,14 @@ export function normalizeRange(text: string): string {
 
 const prefixed = (network: string, name: string): string => (network === "" ? name : `${network}-${name}`);
 
-/** The IPPool name: `normalize(range)`, prefixed `<network_name>-` for a named network. */
+/**
+ * The IPPool name: `normalize(range)`, prefixed `<network_name>-` for a named network; a node's
+ * slice pool (`ref.node`) is `<node>-normalize(slice)`, or `<network_name>-<node>-normalize(slice)`
+ * (Whereabouts' `IPPoolName` with a NodeName).
+ */
 export function ipPoolName(ref: PoolRef): string {
-  return prefixed(ref.network, normalizeRange(ref.cidr));
+  const range = normalizeRange(ref.cidr);
+  return prefixed(ref.network, ref.node === undefined ? range : `${ref.node}-${range}`);
 }
 
 /** The OverlappingRangeIPReservation name: the canonical address with ':' → '-' (a trailing ':' gets a '0'). */

@@ -8,6 +8,8 @@ describe("node slices: the plan", () => {
     expect(slicesOf("10.0.0.0/22", "/24")).toEqual(["10.0.0.0/24", "10.0.1.0/24", "10.0.2.0/24", "10.0.3.0/24"].map(free));
     expect(slicesOf("10.0.0.0/24", "24")).toEqual([free("10.0.0.0/24")]);
     expect(() => slicesOf("10.0.0.0/24", "/20")).toThrow(/from \/24 to \/32/);
+    expect(slicesOf("fd00::/112", "/120").slice(0, 2)).toEqual([free("fd00::/120"), free("fd00::100/120")]);
+    expect(() => slicesOf("fd00::/64", "/120")).toThrow(/72057594037927936 slices, more than 32768/);
   });
 
   it("gives each node without a slice the first free one, in node-name order; a full pool leaves the rest waiting", () => {

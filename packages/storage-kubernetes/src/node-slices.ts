@@ -2,7 +2,7 @@ import { cidrOf, formatIp, parseCidr, StoreConflictError } from "@ipamkit/core";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { createObjectApi, type ObjectApi } from "./api.js";
 import { normalizeRange } from "./names.js";
-import type { Kind, KubeObject } from "./objects.js";
+import { type Kind, type KubeObject, NODE_SLICE_POOL } from "./objects.js";
 
 /**
  * Whereabouts' node slices (`node_slice_size`), kept by ipamkit when Whereabouts' node-slice
@@ -13,7 +13,8 @@ import type { Kind, KubeObject } from "./objects.js";
  * guarded by resourceVersion; a conflict leaves the pool to the next pass.
  */
 
-export const NODE_SLICE_POOL: Kind = { kind: "NodeSlicePool", plural: "nodeslicepools" };
+export { NODE_SLICE_POOL };
+
 const IPPOOL_KIND: Kind = { kind: "IPPool", plural: "ippools" };
 
 export interface SliceAllocation {
@@ -29,6 +30,12 @@ export interface SlicePlan {
   waiting: string[];
 }
 
+/**
+ * The most slices a NodeSlicePool is divided into here: its `status` is one object, and etcd's
+ * request limit (1.5 MiB) holds some 30 000 allocations of ~50 bytes.
+ */
+export const MAX_SLICES = 1n << 15n;
+
 /** Every slice of `range` of prefix `sliceSize` ("/24" or "24"), in address order, all free. */
 export function slicesOf(range: string, sliceSize: string): SliceAllocation[] {
   const cidr = parseCidr(range);
@@ -38,6 +45,11 @@ export function slicesOf(range: string, sliceSize: string): SliceAllocation[] {
     throw new Error(`sliceSize ${JSON.stringify(sliceSize)} must be a prefix length from /${cidr.prefix} to /${bits}`);
   }
   const count = 1n << BigInt(size - cidr.prefix);
+  if (count > MAX_SLICES) {
+    throw new Error(
+      `sliceSize ${JSON.stringify(sliceSize)} divides ${cidr.text} into ${count} slices, more than ${MAX_SLICES} (one NodeSlicePool object cannot hold them)`,
+    );
+  }
   const step = 1n << BigInt(bits - size);
   const out: SliceAllocation[] = [];
   for (let i = 0n; i < count; i++) {

@@ -6,6 +6,7 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 
 export const IPPOOL = { kind: "IPPool", plural: "ippools" } as const;
 export const RESERVATION = { kind: "OverlappingRangeIPReservation", plural: "overlappingrangeipreservations" } as const;
+export const NODE_SLICE_POOL = { kind: "NodeSlicePool", plural: "nodeslicepools" } as const;
 /** A namespaced kind the object API serves; `group`/`version` default to Whereabouts' (leases name theirs). */
 export interface Kind {
   readonly kind: string;
@@ -24,7 +25,9 @@ export interface Kind {
  *   interface, tagged with its container id (ippool.ts), so ipamkit's exact keys survive pruning.
  * - `staleAllocations` (`ipamkit.io/allocations`): an address count older versions wrote; any
  *   other writer made it stale, so it is no longer written, and every write removes it.
- * - `network`, `address` (the claim) and `pool-network`, `range` (the holding pool): on an
+ * - `network` and `node` on an IPPool: whose pool it is (a name cannot say: `a-b-10.0.0.0-24` is
+ *   network `a-b`'s pool or node `b`'s slice pool of network `a`); `node` only on a node's slice pool.
+ * - `network`, `address` (the claim) and `pool-network`, `pool-node`, `range` (the holding pool): on an
  *   OverlappingRangeIPReservation, which pool holds which
  *   address — so names are never parsed back (Whereabouts keeps the IP only in the name); and
  *   `ifname`, the claim's interface, for an ORIP CRD from before v0.8 that prunes `spec.ifname`.
@@ -37,6 +40,8 @@ export const ANNOTATION = {
   staleAllocations: "ipamkit.io/allocations",
   network: "ipamkit.io/network",
   poolNetwork: "ipamkit.io/pool-network",
+  node: "ipamkit.io/node",
+  poolNode: "ipamkit.io/pool-node",
   range: "ipamkit.io/range",
   address: "ipamkit.io/address",
 } as const;

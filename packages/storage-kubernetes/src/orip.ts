@@ -34,6 +34,7 @@ export function readReservation(ref: ClaimRef, object: KubeObject, objectName: s
     );
   }
   const poolNetwork = annotations[ANNOTATION.poolNetwork] ?? network;
+  const poolNode = annotations[ANNOTATION.poolNode];
   const { containerid, ifname } = spec;
   if (typeof containerid !== "string" || (ifname !== undefined && typeof ifname !== "string"))
     throw corrupt(objectName, "spec.containerid must be a string, spec.ifname a string when present");
@@ -44,7 +45,8 @@ export function readReservation(ref: ClaimRef, object: KubeObject, objectName: s
   } catch (error) {
     throw corrupt(objectName, (error as Error).message);
   }
-  return { kind: "claim", claim: { pool: { network: poolNetwork, cidr: range }, key, ...(podRef === undefined ? {} : { podRef }) } };
+  const pool = poolNode === undefined ? { network: poolNetwork, cidr: range } : { network: poolNetwork, cidr: range, node: poolNode };
+  return { kind: "claim", claim: { pool, key, ...(podRef === undefined ? {} : { podRef }) } };
 }
 
 export function reservationFor(
@@ -60,6 +62,7 @@ export function reservationFor(
       [ANNOTATION.write]: options.writeId,
       [ANNOTATION.network]: ref.network,
       [ANNOTATION.poolNetwork]: claim.pool.network,
+      [ANNOTATION.poolNode]: claim.pool.node,
       [ANNOTATION.range]: claim.pool.cidr,
       [ANNOTATION.address]: ref.address,
       [ANNOTATION.ifname]: claim.key.ifName === "" ? undefined : claim.key.ifName,

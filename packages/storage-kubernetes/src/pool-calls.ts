@@ -13,31 +13,49 @@ import {
 } from "@ipamkit/core";
 import { readClaim } from "./claim-calls.js";
 import { STORE_NAME } from "./errors.js";
-import { ipPoolFor, ipPoolRange, poolFromIPPool, WHEREABOUTS_OFFSET_LIMIT } from "./ippool.js";
+import { checkPoolOwner, ipPoolFor, ipPoolRange, poolFromIPPool, WHEREABOUTS_OFFSET_LIMIT } from "./ippool.js";
 import type { ListedPool } from "./legacy.js";
 import { ipPoolName, networkOfPool } from "./names.js";
 import { ANNOTATION, IPPOOL, isObject, type KubeObject } from "./objects.js";
+import { annotatedRef, listSliceOwners, resolveOwner } from "./pool-owners.js";
 import { fieldsKept, ifNamesPruned, warnPruningOnce } from "./pruning.js";
 import { baseAt, label, put, remember, type StoreContext } from "./store-context.js";
 
-/** Every IPPool of the namespace from one paged list, in pool order; a name not Whereabouts' for its range is corrupt. */
+/**
+ * Every IPPool of the namespace from one paged list, in pool order, each with its owner
+ * (pool-owners.ts: ipamkit's annotations, else the name and the NodeSlicePools, listed only when
+ * needed); a name not Whereabouts' for its range is corrupt.
+ */
 export async function listIPPools(ctx: StoreContext): Promise<ListedPool[]> {
   const out: ListedPool[] = [];
+  const pending: { prefix: string; listed: Omit<ListedPool, "ref"> }[] = [];
   for (const object of await ctx.api.list(IPPOOL)) {
     const name = object.metadata?.name ?? "";
-    const cidr = ipPoolRange(object, label(ctx, IPPOOL, name));
+    const where = label(ctx, IPPOOL, name);
+    const cidr = ipPoolRange(object, where);
+    const annotated = annotatedRef(name, cidr, object, where);
+    if (annotated !== undefined) {
+      out.push({ ref: annotated, cidr, object, label: where });
+      continue;
+    }
     const network = networkOfPool(name, cidr.text);
     if (network === undefined)
-      throw new StoreCorruptError(label(ctx, IPPOOL, name), `its name is not Whereabouts' name for spec.range ${cidr.text}`, {
+      throw new StoreCorruptError(where, `its name is not Whereabouts' name for spec.range ${cidr.text}`, {
         component: STORE_NAME,
       });
-    out.push({ ref: { network, cidr: cidr.text }, cidr, object, label: label(ctx, IPPOOL, name) });
+    if (network === "") out.push({ ref: { network, cidr: cidr.text }, cidr, object, label: where });
+    else pending.push({ prefix: network, listed: { cidr, object, label: where } });
+  }
+  if (pending.length > 0) {
+    const slices = await listSliceOwners(ctx.api, ctx.warn);
+    for (const { prefix, listed } of pending) out.push({ ref: resolveOwner(prefix, listed.cidr, slices), ...listed });
   }
   return out.sort((a, b) => comparePoolRefs(a.ref, b.ref));
 }
 
 /** An IPPool object read as its pool, decoded again only when its version changed. */
 function storedPool(ctx: StoreContext, ref: PoolRef, name: string, object: KubeObject): StoredPool {
+  checkPoolOwner(ref, object, label(ctx, IPPOOL, name));
   const version = remember(ctx, IPPOOL, name, object);
   const cached = ctx.decoded.get(name);
   if (cached?.version === version) return cached;

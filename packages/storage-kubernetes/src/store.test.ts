@@ -20,7 +20,7 @@ for (const target of kubeTargets()) {
 
     describeStoreConformance({
       name: "storage-kubernetes",
-      capabilities: { bulkLists: true },
+      capabilities: { bulkLists: true, nodePools: true },
       ...(target.concurrency === undefined ? {} : { concurrency: target.concurrency }),
       create: async () => {
         const namespace = await env.namespace();
