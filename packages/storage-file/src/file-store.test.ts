@@ -32,6 +32,7 @@ describe("createFileStore", () => {
       entryWrites: false,
       batchReads: false,
       bulkLists: false,
+      nodePools: false,
     });
     expect(DEFAULT_FILE_STORE_DIR).toBe("/var/lib/cni/ipamkit");
   });
