@@ -1,4 +1,5 @@
-import { existsSync, readdirSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type Cluster, startCluster } from "./cluster.js";
@@ -8,6 +9,7 @@ import { snapshotHost } from "./host-state.js";
 import { NETWORKS_ANNOTATION } from "./multus.js";
 import { pauseImage } from "./pause.js";
 import { until } from "./processes.js";
+import { installWhereaboutsControlLoop } from "./whereabouts-cluster.js";
 
 // Day 2 on a real cluster (two nodes, Multus, the NADs written for Whereabouts, ipamkit by its
 // chart): an agent outage and `helm uninstall` never strand a pod. While no agent answers, the
@@ -129,6 +131,41 @@ describe("day 2 on a real cluster: an agent outage and helm uninstall never stra
       60_000,
       async () => (await cluster.core.listNamespacedPod({ namespace: cluster.namespace, labelSelector: "app=late" })).items.length === 0,
     );
+  }, 900_000);
+
+  it("going back to Whereabouts as the migration guide says: helm uninstall, then Whereabouts' own manifest and binary; its binary serves new pods beside the live ones and frees the entries of ipamkit's pods when they are deleted", async () => {
+    await scaleAndWait(cluster, "keep", 2);
+    const live = await addressesOf("keep");
+    await cluster.ipam.uninstall();
+    // `kubectl apply` of Whereabouts' manifest; its installer's work on every node: the binary under
+    // /opt/cni/bin/whereabouts and its flat file with a kubeconfig
+    const whereabouts = await installWhereaboutsControlLoop(cluster.apiserver);
+    for (const node of cluster.nodes) {
+      for (const image of whereabouts.images) node.importImage(image);
+      for (const [name, from] of Object.entries(whereabouts.cniBinaries)) {
+        copyFileSync(from, node.hostPath(`/opt/cni/bin/${name}`));
+        chmodSync(node.hostPath(`/opt/cni/bin/${name}`), 0o755);
+      }
+      for (const [path, content] of Object.entries(whereabouts.cniFiles)) {
+        const file = node.hostPath(`/etc/cni/net.d/${path}`);
+        mkdirSync(dirname(file), { recursive: true });
+        writeFileSync(file, content, { mode: 0o600 });
+      }
+    }
+    await whereabouts.ready(names());
+    // ipamkit's pools are Whereabouts': new pods get addresses beside the live ones, none twice
+    await scaleAndWait(cluster, "web", 4, 300_000);
+    await expectConsistent();
+    expect(await addressesOf("keep")).toEqual(live);
+    // pods ipamkit served are deleted by Whereabouts' binary, which frees their entries; nothing left
+    await scaleAndWait(cluster, "keep", 0);
+    await scaleAndWait(cluster, "web", 0);
+    await until("every entry and reservation freed", 60_000, async () => {
+      const r = await checkCluster(cluster);
+      return r.allocations.length === 0 && r.reservations.length === 0;
+    });
+    // ipamkit installed again over it (the third test needs it): its installer takes the names back
+    await cluster.ipam.install(names());
   }, 900_000);
 
   it("with cni.uninstall, helm uninstall removes ipamkit's binaries and flat file from every host, and nothing of Multus'", async () => {
