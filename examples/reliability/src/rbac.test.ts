@@ -242,17 +242,8 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
       spec: { range: "10.69.1.0/24", allocations: { "1": { id: "wb", podref: "apps/live", ifname: "net1" } } },
     },
   });
-  // and its claim, as Whereabouts writes it beside the entry (named `<network_name>-<address>`)
-  await custom.createNamespacedCustomObject({
-    ...whereabouts,
-    plural: "overlappingrangeipreservations",
-    body: {
-      apiVersion: "whereabouts.cni.cncf.io/v1alpha1",
-      kind: "OverlappingRangeIPReservation",
-      metadata: { name: "slicenet-10.69.1.1" },
-      spec: { podref: "apps/live", ifname: "net1", containerid: "wb" },
-    },
-  });
+  // without its claim (Whereabouts with overlapping ranges off writes none): the reconciler's
+  // repair creates it, named as Whereabouts names it (`<network_name>-<address>`)
   const sliced = conf({ range: "10.69.0.0/22", node_slice_size: "/24", network_name: "slicenet", whereabouts_lease: false });
   expect((await cni("ADD", "s1", sliced, undefined, "node-r"))?.ips[0]?.address).toBe("10.69.0.1/22");
   await cni("DEL", "s1", sliced, undefined, "node-gone");
@@ -302,6 +293,13 @@ it("the CNI plugin and the reconciler on their shipped RBAC: nothing refused, no
   expect(once.code, once.log).toBe(0);
   expect(once.log).toContain('"released":33');
   expect(once.log).toMatch(/"node":"node-new","slice":"10\.69\.2\.0\/24".*"msg":"node slice assigned"/);
+  // the live slice entry's claim, repaired (create)
+  const repaired = (await custom.getNamespacedCustomObject({
+    ...whereabouts,
+    plural: "overlappingrangeipreservations",
+    name: "slicenet-10.69.1.1",
+  })) as { spec: { podref: string } };
+  expect(repaired.spec.podref).toBe("apps/live");
   // one more orphan, for the controller's first pass: one release, its record read by a GET
   await cni("ADD", "c7", conf(), { name: "gone", uid: "gone-uid" });
   const watching = await reconciler(
