@@ -1,5 +1,5 @@
 import { InvalidRangeError } from "./errors.js";
-import { cidrOf, familyBits, ipAt } from "./ip.js";
+import { type Cidr, cidrOf, familyBits, ipAt } from "./ip.js";
 import type { OffsetInterval, Range } from "./range.js";
 import type { ClaimRef, PoolRef } from "./store.js";
 
@@ -34,13 +34,38 @@ export function blockLayout(range: Range, size: number | bigint): BlockLayout {
 }
 
 /** `blocked` (offsets of a range) within `start+from..start+to`, shifted to offsets from `start`. */
-export function clipBlocked(blocked: readonly OffsetInterval[], start: bigint, from: bigint, to: bigint): OffsetInterval[] {
+function clipBlocked(blocked: readonly OffsetInterval[], start: bigint, from: bigint, to: bigint): OffsetInterval[] {
   const out: OffsetInterval[] = [];
   for (const b of blocked) {
     if (b.to < start + from || b.from > start + to) continue;
     out.push({ from: (b.from > start + from ? b.from : start + from) - start, to: (b.to < start + to ? b.to : start + to) - start });
   }
   return out;
+}
+
+/**
+ * A part of `range` as a range of its own (a per-node block, a node slice): its CIDR is `cidr`,
+ * whose network is offset `start` of the range; its usable span is the range's clipped to the part's
+ * offsets `lo..hi`; blocked offsets clipped and shifted; the gateway stays the range's (for results).
+ * Undefined when the part holds no usable address.
+ */
+export function subRange(range: Range, cidr: Cidr, start: bigint, lo: bigint, hi: bigint): Range | undefined {
+  const from = range.first > start + lo ? range.first - start : lo;
+  const to = range.last < start + hi ? range.last - start : hi;
+  if (from > to) return undefined;
+  const blocked = clipBlocked(range.blocked, start, from, to);
+  const capacity = to - from + 1n - blocked.reduce((sum, b) => sum + (b.to - b.from + 1n), 0n);
+  if (capacity <= 0n) return undefined;
+  return Object.freeze({
+    cidr,
+    family: range.family,
+    first: from,
+    last: to,
+    gateway: range.gateway,
+    blocked: Object.freeze(blocked),
+    capacity,
+    spec: Object.freeze({ range: cidr.text }),
+  });
 }
 
 /**
@@ -52,23 +77,7 @@ export function blockRange(layout: BlockLayout, index: bigint): Range | undefine
   const { range, size } = layout;
   if (index < 0n || index >= layout.count) return undefined;
   const start = index * size;
-  const from = range.first > start ? range.first - start : 0n;
-  const to = range.last < start + size - 1n ? range.last - start : size - 1n;
-  if (from > to) return undefined;
-  const blocked = clipBlocked(range.blocked, start, from, to);
-  const capacity = to - from + 1n - blocked.reduce((sum, b) => sum + (b.to - b.from + 1n), 0n);
-  if (capacity <= 0n) return undefined;
-  const cidr = cidrOf(ipAt(range.cidr, start), layout.prefix);
-  return Object.freeze({
-    cidr,
-    family: range.family,
-    first: from,
-    last: to,
-    gateway: range.gateway,
-    blocked: Object.freeze(blocked),
-    capacity,
-    spec: Object.freeze({ range: cidr.text }),
-  });
+  return subRange(range, cidrOf(ipAt(range.cidr, start), layout.prefix), start, 0n, size - 1n);
 }
 
 /** The index of the block holding `offset` (an offset of the parent range). */

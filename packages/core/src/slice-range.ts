@@ -1,6 +1,6 @@
 import { InvalidRangeError } from "./errors.js";
 import { type Cidr, cidrContains, parseCidr } from "./ip.js";
-import { clipBlocked } from "./node-blocks.js";
+import { subRange } from "./node-blocks.js";
 import type { Range } from "./range.js";
 
 /**
@@ -27,21 +27,6 @@ export function sliceRange(range: Range, slice: Cidr | string): Range | undefine
     throw new InvalidRangeError("sliceRange", cidr.text, `not a slice of range ${parent.text}`);
   }
   if (cidr.size < 4n) return undefined;
-  const start = cidr.network - parent.network;
-  const from = range.first > start + 1n ? range.first - start : 1n;
-  const to = range.last < start + cidr.size - 2n ? range.last - start : cidr.size - 2n;
-  if (from > to) return undefined;
-  const blocked = clipBlocked(range.blocked, start, from, to);
-  const capacity = to - from + 1n - blocked.reduce((sum, b) => sum + (b.to - b.from + 1n), 0n);
-  if (capacity <= 0n) return undefined;
-  return Object.freeze({
-    cidr,
-    family: range.family,
-    first: from,
-    last: to,
-    gateway: range.gateway,
-    blocked: Object.freeze(blocked),
-    capacity,
-    spec: Object.freeze({ range: cidr.text }),
-  });
+  // usable: the slice's network + 1 … last − 1, as Whereabouts' FirstUsableIP/LastUsableIP
+  return subRange(range, cidr, cidr.network - parent.network, 1n, cidr.size - 2n);
 }
