@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type Cluster, startCluster } from "./cluster.js";
 import { checkCluster } from "./cluster-checks.js";
 import { scaleAndWait } from "./cluster-pods.js";
+import { expectConsistent as expectCluster } from "./cluster-test-kit.js";
 import { snapshotHost } from "./host-state.js";
 import { NETWORKS_ANNOTATION } from "./multus.js";
 import { pauseImage } from "./pause.js";
@@ -41,15 +42,7 @@ const addressesOf = async (set: string, pod?: string) =>
     .map((a) => `${a.pod} ${a.interface} ${a.address}`)
     .sort();
 
-async function expectConsistent(): Promise<void> {
-  const report = await checkCluster(cluster);
-  expect(report.heldTwice).toEqual([]);
-  expect(report.keysWithTwo).toEqual([]);
-  expect(report.statusTwice).toEqual([]);
-  expect(report.statusWithoutEntry).toEqual([]);
-  expect(report.entriesWithoutPod).toEqual([]);
-  expect(report.reservationsWithoutEntry).toEqual([]);
-}
+const expectConsistent = () => expectCluster(cluster);
 
 /** Scales to 0 and returns how long until every pod of the set was gone from the API (throws past `limitMs`). */
 async function deleteAllWithin(set: string, limitMs: number): Promise<number> {

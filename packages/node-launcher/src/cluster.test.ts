@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type Cluster, startCluster } from "./cluster.js";
 import { checkCluster, netnsAddresses } from "./cluster-checks.js";
 import { createSetAndWait, forceDelete, scaleAndWait, setPods, waitForSet } from "./cluster-pods.js";
+import { expectConsistent as expectCluster } from "./cluster-test-kit.js";
 import { snapshotHost } from "./host-state.js";
 import { buildIpamkitImage, chartVersion } from "./image.js";
 import { nodeCondition } from "./node-daemons.js";
@@ -27,17 +28,7 @@ afterAll(async () => {
   await cluster?.stop();
 }, 300_000);
 
-/** 0 held twice; network-status and IPPools agree both ways; every ORIP backed by an entry. */
-async function expectConsistent(): Promise<Awaited<ReturnType<typeof checkCluster>>> {
-  const report = await checkCluster(cluster);
-  expect(report.heldTwice).toEqual([]);
-  expect(report.keysWithTwo).toEqual([]);
-  expect(report.statusTwice).toEqual([]);
-  expect(report.statusWithoutEntry).toEqual([]);
-  expect(report.entriesWithoutPod).toEqual([]);
-  expect(report.reservationsWithoutEntry).toEqual([]);
-  return report;
-}
+const expectConsistent = () => expectCluster(cluster);
 
 async function expectNothingLeft(): Promise<void> {
   await until("every reservation released", 60_000, async () => {
